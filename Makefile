@@ -1,0 +1,64 @@
+# eventlake: `make demo` and `make test` install what they need (venv, pip, mvn jars) and
+# cache it between runs: the venv in .venv, the jars in .cache/jars, Maven's in ~/.m2.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+JARS := .cache/jars
+MVN := mvn -q -B -ntp
+PYTEST_ARGS ?=
+
+VENV_STAMP := $(VENV)/.eventlake-installed
+SPARK_JARS_STAMP := $(JARS)/spark/.resolved
+BROKER_JARS_STAMP := $(JARS)/kafka-broker/.resolved
+
+.PHONY: all install jars demo test unit integration lint bench clean distclean
+
+all: test
+
+install: $(VENV_STAMP)
+
+$(VENV_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+jars: $(SPARK_JARS_STAMP) $(BROKER_JARS_STAMP)
+
+# Each set is copied afresh so a jar dropped from a pom never lingers on a classpath.
+$(SPARK_JARS_STAMP): jvm/spark/pom.xml
+	rm -rf $(JARS)/spark
+	$(MVN) -f jvm/spark/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/spark)
+	touch $@
+
+$(BROKER_JARS_STAMP): jvm/kafka-broker/pom.xml
+	rm -rf $(JARS)/kafka-broker
+	$(MVN) -f jvm/kafka-broker/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/kafka-broker)
+	touch $@
+
+demo: install jars
+	$(BIN)/eventlake demo
+
+lint: install
+	$(BIN)/ruff check eventlake tests bench
+	$(BIN)/ruff format --check eventlake tests bench
+	$(BIN)/mypy
+
+test: install jars lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+unit: install jars
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+integration: install jars
+	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
+
+bench: install jars
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf .eventlake .pytest_cache .mypy_cache .ruff_cache bench/results
+
+distclean: clean
+	rm -rf $(VENV) .cache

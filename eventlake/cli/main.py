@@ -1,0 +1,82 @@
+"""The `eventlake` command. EventlakeErrors end as a message with its code and exit 1."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from eventlake.cli.kafka import kafka_app
+from eventlake.cli.state import CliState
+from eventlake.errors import EventlakeError
+
+app = typer.Typer(
+    name="eventlake",
+    help="Exactly-once streaming from Kafka into Delta Lake, on Spark Structured Streaming.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(kafka_app, name="kafka")
+config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="YAML config (default: ./eventlake.yaml if present)."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a config key: dotted.key=value (repeatable)."),
+]
+
+
+@app.callback()
+def _root(ctx: typer.Context, config: ConfigOpt = None, overrides: SetOpt = None) -> None:
+    ctx.obj = CliState(config_path=config, overrides=tuple(overrides or ()))
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    events: Annotated[int, typer.Option(help="Order events to produce.")] = 5000,
+) -> None:
+    """Broker up, produce orders, stream Kafka -> Delta (available-now), print a summary."""
+    from eventlake.demo import run_demo
+
+    state: CliState = ctx.obj
+    run_demo(state.settings(), events=events)
+
+
+@config_app.command("show")
+def config_show(ctx: typer.Context) -> None:
+    """Print the effective configuration, secrets masked."""
+    import yaml
+
+    state: CliState = ctx.obj
+    data = state.settings().model_dump(mode="json")
+    typer.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
+
+
+@app.command()
+def version() -> None:
+    """Print eventlake's version and the pinned stack."""
+    from eventlake import __version__
+
+    typer.echo(f"eventlake {__version__}")
+
+
+def main() -> None:
+    try:
+        app()
+    except EventlakeError as err:
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error[/] {err.render()}", highlight=False, markup=True
+        )
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

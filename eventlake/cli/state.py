@@ -1,0 +1,20 @@
+"""What the root command hands to subcommands: where config comes from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eventlake.config import Settings, load_settings
+
+
+@dataclass
+class CliState:
+    config_path: Path | None = None
+    overrides: tuple[str, ...] = ()
+    _settings: Settings | None = field(default=None, repr=False)
+
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config_path, self.overrides)
+        return self._settings

@@ -1,0 +1,22 @@
+"""Settings: one YAML file, ``--set dotted.key=value`` overrides, ``${ENV}`` for secrets."""
+
+from __future__ import annotations
+
+from eventlake.config.loader import apply_override, load_settings
+from eventlake.config.model import (
+    CheckpointSettings,
+    KafkaSettings,
+    LakeSettings,
+    Settings,
+    SparkSettings,
+)
+
+__all__ = [
+    "CheckpointSettings",
+    "KafkaSettings",
+    "LakeSettings",
+    "Settings",
+    "SparkSettings",
+    "apply_override",
+    "load_settings",
+]

@@ -1,0 +1,89 @@
+"""The settings model. Every section rejects unknown keys, so a typo is an error, not a no-op."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KafkaSettings(_Section):
+    bootstrap_servers: str = "127.0.0.1:9092"
+    security_protocol: str | None = None
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+
+    def client_options(self) -> dict[str, str]:
+        """Options for confluent-kafka clients (librdkafka names)."""
+        opts = {"bootstrap.servers": self.bootstrap_servers}
+        if self.security_protocol:
+            opts["security.protocol"] = self.security_protocol
+        if self.sasl_mechanism:
+            opts["sasl.mechanism"] = self.sasl_mechanism
+        if self.sasl_username:
+            opts["sasl.username"] = self.sasl_username
+        if self.sasl_password:
+            opts["sasl.password"] = self.sasl_password.get_secret_value()
+        return opts
+
+    def spark_options(self) -> dict[str, str]:
+        """Options for Spark's Kafka source and sink (``kafka.``-prefixed Java client names)."""
+        opts = {"kafka.bootstrap.servers": self.bootstrap_servers}
+        if self.security_protocol:
+            opts["kafka.security.protocol"] = self.security_protocol
+        if self.sasl_mechanism:
+            opts["kafka.sasl.mechanism"] = self.sasl_mechanism
+        if self.sasl_username and self.sasl_password:
+            user = self.sasl_username.replace('"', '\\"')
+            pwd = self.sasl_password.get_secret_value().replace('"', '\\"')
+            opts["kafka.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{user}" password="{pwd}";'
+            )
+        return opts
+
+
+class LakeSettings(_Section):
+    root: Path = Path(".eventlake/lake")
+
+    def table_path(self, layer: str, table: str) -> Path:
+        return self.root / layer / table
+
+
+class CheckpointSettings(_Section):
+    root: Path = Path(".eventlake/checkpoints")
+
+    def for_flow(self, pipeline: str, flow: str) -> Path:
+        return self.root / pipeline / flow
+
+
+class SparkSettings(_Section):
+    master: str = "local[*]"
+    app_name: str = "eventlake"
+    log_level: str = "WARN"
+    # Applied last, so any Spark setting eventlake chooses can be overridden here.
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _as_text(cls, value: object) -> object:
+        """Spark confs are text; YAML gives numbers and booleans, so spell them as Spark does."""
+        if not isinstance(value, dict):
+            return value
+        return {
+            str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()
+        }
+
+
+class Settings(_Section):
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    lake: LakeSettings = Field(default_factory=LakeSettings)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    pipelines: dict[str, dict[str, Any]] = Field(default_factory=dict)

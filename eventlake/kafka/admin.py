@@ -1,0 +1,178 @@
+"""Admin and producer helpers on confluent-kafka (librdkafka), the project's Python client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from eventlake.errors import ErrorCode, EventlakeError
+
+Record = tuple[str | bytes | None, str | bytes | None]
+
+
+def _admin(bootstrap: str, *, quiet: bool = False) -> AdminClient:
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap}
+    if quiet:
+        # Probes expect "connection refused" while a broker starts; failures are raised.
+        conf["log_level"] = 0
+    return AdminClient(conf)
+
+
+def list_topics(bootstrap: str, *, timeout: float = 10.0) -> set[str]:
+    """Names of the topics on the cluster; EL-KAFKA-003 if it does not answer."""
+    try:
+        meta = _admin(bootstrap, quiet=True).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise EventlakeError(
+            ErrorCode.KAFKA_UNREACHABLE,
+            f"no Kafka broker answered at {bootstrap} within {timeout:.0f}s ({exc}).",
+            expected="a running broker at kafka.bootstrap_servers",
+            fix="start one with `eventlake kafka start`, or correct kafka.bootstrap_servers",
+        ) from None
+    return {name for name in meta.topics if not name.startswith("__")}
+
+
+def wait_for_broker(bootstrap: str, *, timeout: float = 60.0) -> None:
+    """Block until the broker answers a metadata request, or raise EL-KAFKA-003."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            list_topics(bootstrap, timeout=2.0)
+            return
+        except EventlakeError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    *,
+    partitions: int = 1,
+    replication_factor: int = 1,
+    config: Mapping[str, str] | None = None,
+    exist_ok: bool = False,
+    timeout: float = 30.0,
+) -> bool:
+    """Create a topic through the admin API; returns False when it existed and exist_ok."""
+    topic = NewTopic(
+        name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        config=dict(config or {}),
+    )
+    admin = _admin(bootstrap)  # keep a reference: a collected client cancels its futures
+    future = admin.create_topics([topic], operation_timeout=timeout)[name]
+    try:
+        future.result(timeout=timeout)
+    except KafkaException as exc:
+        err = exc.args[0]
+        exists = isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS
+        if exists and exist_ok:
+            return False
+        raise EventlakeError(
+            ErrorCode.KAFKA_ADMIN_FAILED,
+            f"could not create topic '{name}' with {partitions} partition(s) on {bootstrap}: {exc}",
+            expected="a reachable broker and a topic name not yet in use",
+            fix="check `eventlake kafka status`; pick another name or delete the old topic",
+        ) from None
+    _wait_for_partitions(admin, name, partitions, timeout)
+    return True
+
+
+def _wait_for_partitions(admin: AdminClient, name: str, partitions: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(topic=name, timeout=5).topics.get(name)
+        parts = topic.partitions if topic is not None and topic.error is None else {}
+        if len(parts) == partitions and all(p.leader >= 0 for p in parts.values()):
+            return
+        time.sleep(0.1)
+    raise EventlakeError(
+        ErrorCode.KAFKA_ADMIN_FAILED,
+        f"topic '{name}' was created but its {partitions} partition(s) have no leader "
+        f"after {timeout:.0f}s.",
+        fix="look at the broker log (`eventlake kafka status` prints its folder)",
+    )
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[Record],
+    *,
+    options: Mapping[str, Any] | None = None,
+    timeout: float = 60.0,
+) -> int:
+    """Send ``(key, value)`` records with an idempotent producer, wait for every ack.
+
+    Returns the number of records acknowledged; raises EL-KAFKA-006 if any failed.
+    """
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,
+        "linger.ms": 5,
+        "compression.type": "lz4",
+        # Transient warnings (coordinator still loading) are retried; failures are raised.
+        "log_level": 3,
+        **(options or {}),
+    }
+    producer = Producer(conf)
+    failures: list[str] = []
+    acked = 0
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        nonlocal acked
+        if err is not None:
+            failures.append(str(err))
+        else:
+            acked += 1
+
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    remaining = producer.flush(timeout)
+    if failures or remaining:
+        raise EventlakeError(
+            ErrorCode.KAFKA_PRODUCE_FAILED,
+            f"{len(failures)} record(s) failed and {remaining} were unacknowledged after "
+            f"{timeout:.0f}s producing to '{topic}' at {bootstrap}"
+            + (f"; first error: {failures[0]}" if failures else "")
+            + ".",
+            expected="every record acknowledged by the broker",
+            fix="check that the topic exists and the broker is up (`eventlake kafka status`)",
+        )
+    return acked
+
+
+def topic_offsets(bootstrap: str, topic: str, *, timeout: float = 10.0) -> dict[int, int]:
+    """End offset (next offset to be written) of each partition of ``topic``."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eventlake-offsets"})
+    try:
+        meta = consumer.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if meta is None or meta.error is not None:
+            raise EventlakeError(
+                ErrorCode.KAFKA_TOPIC_MISSING,
+                f"topic '{topic}' does not exist on {bootstrap}.",
+                fix=f"create it: `eventlake kafka create-topic {topic} --partitions N`",
+            )
+        ends: dict[int, int] = {}
+        for p in meta.partitions:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            ends[p] = high
+        return ends
+    finally:
+        consumer.close()

@@ -1,0 +1,298 @@
+"""A real single-node Kafka broker (KRaft, broker+controller) run as a background JVM.
+
+The broker's jars come from jvm/kafka-broker/pom.xml (``make jars``). Each broker owns a
+data folder holding its ``server.properties``, its log directory, ``broker.json`` (ports,
+cluster id) and ``broker.pid``; brokers with different ports and folders run side by side.
+The process outlives the CLI call that started it, until ``stop``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.kafka.admin import list_topics
+from eventlake.paths import BROKER_JARS, jar_files, state_dir
+
+DEFAULT_PORT = 9092
+HOST = "127.0.0.1"
+
+_LOG4J = """\
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+logger.state.name = state.change.logger
+logger.state.level = warn
+"""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((HOST, port)) == 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child (exited, not yet reaped) is not a running broker.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    running: bool
+    pid: int | None
+    bootstrap_servers: str
+    data_dir: Path
+
+
+class EmbeddedKafkaBroker:
+    """Start, stop and inspect one local broker bound to 127.0.0.1."""
+
+    def __init__(
+        self,
+        port: int = DEFAULT_PORT,
+        data_dir: Path | None = None,
+        *,
+        heap: str = "768m",
+    ) -> None:
+        self.port = port
+        self.data_dir = (data_dir or state_dir() / f"kafka-{port}").absolute()
+        self.heap = heap
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "logs" / "server.log"
+
+    @property
+    def _pid_file(self) -> Path:
+        return self.data_dir / "broker.pid"
+
+    @property
+    def _meta_file(self) -> Path:
+        return self.data_dir / "broker.json"
+
+    @property
+    def _config_file(self) -> Path:
+        return self.data_dir / "server.properties"
+
+    def _pid(self) -> int | None:
+        try:
+            pid = int(self._pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        if not _pid_alive(pid):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            return pid
+        # A recycled pid that now belongs to another program is not our broker.
+        return pid if str(self._config_file).encode() in cmdline else None
+
+    def status(self) -> BrokerStatus:
+        pid = self._pid()
+        return BrokerStatus(pid is not None, pid, self.bootstrap_servers, self.data_dir)
+
+    def _java(self) -> str:
+        java_home = os.environ.get("JAVA_HOME")
+        java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+        if not java or not Path(java).exists():
+            raise EventlakeError(
+                ErrorCode.JAVA_MISSING,
+                "no `java` executable found to run the Kafka broker.",
+                expected="Java 17 or newer on PATH or in JAVA_HOME",
+                fix="install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)",
+            )
+        return java
+
+    def _classpath(self) -> str:
+        return ":".join(str(j) for j in jar_files(BROKER_JARS))
+
+    def _meta(self) -> dict[str, object]:
+        if self._meta_file.is_file():
+            meta: dict[str, object] = json.loads(self._meta_file.read_text())
+            return meta
+        # Kafka cluster ids are 16 random bytes, base64url without padding.
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        meta = {"cluster_id": cluster_id, "port": self.port, "controller_port": _free_port()}
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._meta_file.write_text(json.dumps(meta, indent=2))
+        return meta
+
+    def _write_config(self, controller_port: int) -> None:
+        logs = self.data_dir / "kafka-logs"
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{HOST}:{controller_port}",
+            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(logs),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "3",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "log.retention.hours": "-1",
+        }
+        self._config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (self.data_dir / "log4j2.properties").write_text(_LOG4J.format(log=self.log_file))
+
+    def _format_storage(self, java: str, cluster_id: str) -> None:
+        if (self.data_dir / "kafka-logs" / "meta.properties").is_file():
+            return
+        cmd = [java, "-cp", self._classpath(),
+               f"-Dlog4j2.configurationFile=file:{self.data_dir / 'log4j2.properties'}",
+               "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+               f"--config={self._config_file}"]  # fmt: skip
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if result.returncode != 0:
+            raise EventlakeError(
+                ErrorCode.KAFKA_BROKER_START_FAILED,
+                f"formatting the broker storage in {self.data_dir} failed: "
+                f"{(result.stderr or result.stdout).strip()[-800:]}",
+                expected="an empty or eventlake-formatted data folder",
+                fix="delete the data folder, or pass another --data-dir",
+            )
+
+    def start(self, *, timeout: float = 90.0) -> BrokerStatus:
+        """Start the broker and return once it answers; a no-op if it already runs."""
+        current = self.status()
+        if current.running:
+            return current
+        meta = self._meta()
+        if int(str(meta["port"])) != self.port:
+            meta["port"] = self.port
+            self._meta_file.write_text(json.dumps(meta, indent=2))
+        controller_port = int(str(meta["controller_port"]))
+        for port, role in ((self.port, "client"), (controller_port, "controller")):
+            if _port_open(port):
+                raise EventlakeError(
+                    ErrorCode.KAFKA_PORT_IN_USE,
+                    f"port {port} on {HOST} (the broker's {role} port) is already in use by "
+                    "another process.",
+                    expected="a free port for each broker",
+                    fix="stop what holds it, or start this broker with another --port "
+                    "and --data-dir",
+                )
+        java = self._java()
+        self._write_config(controller_port)
+        self._format_storage(java, str(meta["cluster_id"]))
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [java, f"-Xmx{self.heap}", "-Xms256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+               f"-Dlog4j2.configurationFile=file:{self.data_dir / 'log4j2.properties'}",
+               f"-Dkafka.logs.dir={self.log_file.parent}",
+               "-cp", self._classpath(), "kafka.Kafka", str(self._config_file)]  # fmt: skip
+        with open(self.log_file.parent / "stdout.log", "ab") as out:
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=self.data_dir,
+            )  # fmt: skip
+        self._pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self._pid_file.unlink(missing_ok=True)
+                raise EventlakeError(
+                    ErrorCode.KAFKA_BROKER_START_FAILED,
+                    f"the Kafka broker exited with code {proc.returncode} during start. "
+                    f"Last log lines:\n{self._tail()}",
+                    expected="a broker answering at " + self.bootstrap_servers,
+                    fix=f"read {self.log_file}; `make jars` if classes are missing",
+                )
+            try:
+                list_topics(self.bootstrap_servers, timeout=1.0)
+                return self.status()
+            except EventlakeError:
+                time.sleep(0.25)
+        self.stop()
+        raise EventlakeError(
+            ErrorCode.KAFKA_BROKER_START_FAILED,
+            f"the Kafka broker did not answer at {self.bootstrap_servers} within {timeout:.0f}s.",
+            fix=f"read {self.log_file}; the machine may be overloaded",
+        )
+
+    def _tail(self, lines: int = 15) -> str:
+        texts = []
+        for f in (self.log_file.parent / "stdout.log", self.log_file):
+            if f.is_file():
+                texts.extend(f.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(texts[-lines:])
+
+    def stop(self, *, timeout: float = 60.0) -> bool:
+        """Shut the broker down cleanly (SIGTERM, then SIGKILL after ``timeout``).
+
+        Returns False when it was not running; safe to call any number of times.
+        """
+        pid = self._pid()
+        if pid is None:
+            self._pid_file.unlink(missing_ok=True)
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            self._reap(pid)
+            time.sleep(0.1)
+        if _pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            while _pid_alive(pid):
+                self._reap(pid)
+                time.sleep(0.05)
+        self._reap(pid)
+        self._pid_file.unlink(missing_ok=True)
+        return True
+
+    @staticmethod
+    def _reap(pid: int) -> None:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+    def __enter__(self) -> EmbeddedKafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()

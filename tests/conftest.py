@@ -1,0 +1,81 @@
+"""Shared fixtures: one real Kafka broker and one SparkSession for the whole run.
+
+Both start lazily: unit tests that use neither start neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from eventlake.config import Settings, SparkSettings
+from eventlake.kafka import EmbeddedKafkaBroker, create_topic
+from eventlake.session import get_spark
+from eventlake.testing import free_port, unique_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedKafkaBroker]:
+    broker = EmbeddedKafkaBroker(port=free_port(), data_dir=tmp_path_factory.mktemp("kafka"))
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(kafka_broker: EmbeddedKafkaBroker) -> str:
+    return kafka_broker.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    settings = Settings(
+        spark=SparkSettings(
+            master="local[2]",
+            app_name="eventlake-tests",
+            conf={
+                "spark.sql.shuffle.partitions": "2",
+                "spark.sql.warehouse.dir": str(warehouse),
+                "spark.default.parallelism": "2",
+            },
+        )
+    )
+    session = get_spark(settings)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def make_topic(bootstrap: str) -> Callable[..., str]:
+    """Create a uniquely named topic: ``make_topic(partitions=3)``."""
+
+    def make(partitions: int = 1, prefix: str = "topic") -> str:
+        name = unique_name(prefix)
+        create_topic(bootstrap, name, partitions=partitions)
+        return name
+
+    return make
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    """A per-test lake root; checkpoints go beside it under ``checkpoints``."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _stop_leftover_queries(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if "spark" in request.fixturenames:
+        session: SparkSession = request.getfixturevalue("spark")
+        for query in session.streams.active:
+            query.stop()

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eventlake.config import load_settings
+from eventlake.errors import ErrorCode, EventlakeError
+
+
+def test_defaults_are_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings()
+    assert settings.kafka.bootstrap_servers == "127.0.0.1:9092"
+    assert settings.spark.master == "local[*]"
+    assert settings.lake.table_path("bronze", "orders") == Path(".eventlake/lake/bronze/orders")
+    assert settings.checkpoints.for_flow("orders", "bronze") == Path(
+        ".eventlake/checkpoints/orders/bronze"
+    )
+
+
+def test_yaml_and_overrides(tmp_path: Path) -> None:
+    cfg = tmp_path / "eventlake.yaml"
+    cfg.write_text(
+        "kafka:\n  bootstrap_servers: broker:9092\n"
+        "spark:\n  master: spark://head:7077\n  conf:\n    spark.executor.memory: 4g\n"
+    )
+    settings = load_settings(
+        cfg,
+        ["spark.conf.spark.sql.shuffle.partitions=8", "lake.root=/data/lake"],
+    )
+    assert settings.kafka.bootstrap_servers == "broker:9092"
+    assert settings.spark.master == "spark://head:7077"
+    assert settings.spark.conf == {
+        "spark.executor.memory": "4g",
+        "spark.sql.shuffle.partitions": "8",
+    }
+    assert settings.lake.root == Path("/data/lake")
+
+
+def test_spark_conf_values_become_text() -> None:
+    settings = load_settings(None, ["spark.conf.spark.sql.adaptive.enabled=false"])
+    assert settings.spark.conf == {"spark.sql.adaptive.enabled": "false"}
+
+
+def test_unknown_key_is_named(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("kafka:\n  bootstrap_server: x:1\n")
+    with pytest.raises(EventlakeError) as info:
+        load_settings(cfg)
+    assert info.value.code == ErrorCode.CONFIG_UNKNOWN_KEY
+    assert "kafka.bootstrap_server" in str(info.value)
+    assert info.value.fix
+
+
+def test_unknown_key_from_override() -> None:
+    with pytest.raises(EventlakeError) as info:
+        load_settings(None, ["lake.rooot=/x"])
+    assert info.value.code == ErrorCode.CONFIG_UNKNOWN_KEY
+    assert "lake.rooot" in str(info.value)
+
+
+def test_bad_override_form() -> None:
+    with pytest.raises(EventlakeError) as info:
+        load_settings(None, ["kafka.bootstrap_servers"])
+    assert info.value.code == ErrorCode.CONFIG_BAD_OVERRIDE
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(EventlakeError) as info:
+        load_settings(tmp_path / "nope.yaml")
+    assert info.value.code == ErrorCode.CONFIG_NOT_FOUND
+
+
+def test_invalid_yaml(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("kafka: [\n")
+    with pytest.raises(EventlakeError) as info:
+        load_settings(cfg)
+    assert info.value.code == ErrorCode.CONFIG_INVALID_YAML
+
+
+def test_secret_from_environment_is_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EL_TEST_SASL_PASSWORD", "hunter2")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "kafka:\n  sasl_mechanism: PLAIN\n  sasl_username: app\n"
+        "  sasl_password: ${EL_TEST_SASL_PASSWORD}\n"
+    )
+    settings = load_settings(cfg)
+    assert settings.kafka.client_options()["sasl.password"] == "hunter2"
+    assert "hunter2" not in repr(settings)
+    assert "hunter2" not in str(settings.model_dump(mode="json"))
+    assert 'password="hunter2"' in settings.kafka.spark_options()["kafka.sasl.jaas.config"]
+
+
+def test_missing_environment_variable(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("kafka:\n  sasl_password: ${EL_TEST_SURELY_UNSET_VAR}\n")
+    with pytest.raises(EventlakeError) as info:
+        load_settings(cfg)
+    assert info.value.code == ErrorCode.CONFIG_MISSING_ENV
+    assert "EL_TEST_SURELY_UNSET_VAR" in str(info.value)

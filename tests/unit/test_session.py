@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from eventlake.config import SparkSettings
+from eventlake.session import ROCKSDB_PROVIDER, spark_conf
+
+JARS = [Path("/j/delta.jar"), Path("/j/kafka.jar")]
+
+
+def test_local_defaults() -> None:
+    conf = spark_conf(SparkSettings(), JARS)
+    assert conf["spark.master"] == "local[*]"
+    assert conf["spark.jars"] == "/j/delta.jar,/j/kafka.jar"
+    assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    assert conf["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
+    assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+    assert conf["spark.sql.shuffle.partitions"] == "4"
+    assert conf["spark.sql.session.timeZone"] == "UTC"
+    assert "spark.jars.packages" not in conf
+
+
+def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
+    conf = spark_conf(
+        SparkSettings(master="spark://head:7077", conf={"spark.sql.session.timeZone": "CET"}),
+        JARS,
+    )
+    assert conf["spark.master"] == "spark://head:7077"
+    assert "spark.sql.shuffle.partitions" not in conf
+    assert conf["spark.sql.session.timeZone"] == "CET"
