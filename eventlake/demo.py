@@ -1,104 +1,199 @@
-"""`make demo`: the embedded broker, generated orders, and a Kafka -> Delta bronze query."""
+"""`make demo`: the orders pipeline live on the embedded broker.
+
+A generator streams orders (with late, out-of-order, duplicate and malformed ones) for
+about a minute while every flow of the pipeline runs on a processing-time trigger with
+live progress. Once the generator is done and the flows have caught up, the run stops
+between batches and a summary of every table is printed. Each demo run starts afresh:
+new topics, and the demo's own lake and checkpoints under ``.eventlake/demo``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.table import Table
 
-from eventlake.config import Settings
-from eventlake.generator import generate_orders, order_records
-from eventlake.kafka import EmbeddedKafkaBroker, create_topic, produce, topic_offsets
-from eventlake.queries import await_finished
+from eventlake.config import CheckpointSettings, LakeSettings, Settings
+from eventlake.generator import OrdersConfig, OrdersGenerator, paced, send
+from eventlake.kafka import EmbeddedKafkaBroker, create_topic, topic_offsets
+from eventlake.monitoring import ProgressListener
+from eventlake.paths import state_dir
+from eventlake.pipelines.loader import load_pipelines
+from eventlake.pipelines.plan import build_plan
+from eventlake.pipelines.runner import run_plan
 from eventlake.session import get_spark
-from eventlake.sinks import DeltaAppendSink
-from eventlake.sources import KafkaSource, kafka_records
-from eventlake.testing import delta_version, read_delta
 
-DEMO_TOPIC = "orders"
-DEMO_PARTITIONS = 3
+DEMO_TRIGGER = "5 seconds"
 
 
-@dataclass(frozen=True)
+@dataclass
 class DemoSummary:
-    produced: int
-    rows_written: int
-    table_rows: int
-    delta_version: int
-    table: Path
-    checkpoint: Path
-    offsets: dict[int, int]
+    produced: Counter[str]
+    tables: dict[str, tuple[int, int]] = field(default_factory=dict)  # rows, version
+    high_value_records: int = 0
+    lake: Path = Path()
 
 
 def _broker_for(settings: Settings) -> EmbeddedKafkaBroker:
     first = settings.kafka.bootstrap_servers.split(",")[0]
-    port = urlsplit(f"//{first}").port or 9092
-    return EmbeddedKafkaBroker(port=port)
+    return EmbeddedKafkaBroker(port=urlsplit(f"//{first}").port or 9092)
+
+
+def _demo_settings(settings: Settings, bootstrap: str, run_id: str) -> Settings:
+    root = state_dir() / "demo"
+    for sub in ("lake", "checkpoints"):
+        shutil.rmtree(root / sub, ignore_errors=True)
+    pipelines = dict(settings.pipelines)
+    pipelines["orders"] = {
+        **pipelines.get("orders", {}),
+        "topic": f"demo-orders-{run_id}",
+        "high_value_topic": f"demo-high-value-{run_id}",
+        "trigger": DEMO_TRIGGER,
+        "max_offsets_per_trigger": 2000,
+    }
+    return settings.model_copy(
+        update={
+            "kafka": settings.kafka.model_copy(update={"bootstrap_servers": bootstrap}),
+            "lake": LakeSettings(root=root / "lake"),
+            "checkpoints": CheckpointSettings(root=root / "checkpoints"),
+            "pipelines": pipelines,
+        }
+    )
+
+
+def _caught_up(listener: ProgressListener, produced: int, timeout: float) -> None:
+    """Wait until silver and quarantine have read every record, then two gold batches."""
+    deadline = time.monotonic() + timeout
+
+    def totals(name: str) -> tuple[int, int]:
+        t = listener.snapshot().get(f"orders.{name}")
+        return (t.input_rows, t.batches) if t else (0, 0)
+
+    while time.monotonic() < deadline:
+        if totals("silver")[0] >= produced and totals("quarantine")[0] >= produced:
+            break
+        time.sleep(0.5)
+    batches = totals("revenue_hourly")[1]
+    while time.monotonic() < deadline and totals("revenue_hourly")[1] < batches + 2:
+        time.sleep(0.5)
 
 
 def run_demo(
-    settings: Settings, *, events: int = 5000, console: Console | None = None
+    settings: Settings,
+    *,
+    seconds: float = 60.0,
+    rate: float = 100.0,
+    stop: threading.Event | None = None,
+    console: Console | None = None,
 ) -> DemoSummary:
-    """Run the demo job and print what it wrote; stops the broker only if it started it."""
     console = console or Console()
+    stop = stop or threading.Event()
     broker = _broker_for(settings)
     started_here = not broker.status().running
     with console.status("starting the embedded Kafka broker"):
         broker.start()
-    bootstrap = broker.bootstrap_servers
-    kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap})
-    console.print(f"Kafka broker at [bold]{bootstrap}[/] (data in {broker.data_dir})")
+    console.print(f"Kafka broker at [bold]{broker.bootstrap_servers}[/] ({broker.data_dir})")
+    run_id = time.strftime("%Y%m%d-%H%M%S")
+    demo = _demo_settings(settings, broker.bootstrap_servers, run_id)
+    params = demo.pipelines["orders"]
     try:
-        create_topic(bootstrap, DEMO_TOPIC, partitions=DEMO_PARTITIONS, exist_ok=True)
-        # Each run produces new orders: the seed follows what the topic already holds.
-        seed = sum(topic_offsets(bootstrap, DEMO_TOPIC).values())
-        produced = produce(bootstrap, DEMO_TOPIC, order_records(generate_orders(events, seed=seed)))
-        console.print(f"produced {produced} order events to topic '{DEMO_TOPIC}'")
-
-        with console.status("starting Spark"):
-            spark = get_spark(settings)
-        table = settings.lake.table_path("bronze", "orders").absolute()
-        checkpoint = settings.checkpoints.for_flow("demo", "bronze_orders").absolute()
-        source = KafkaSource(topics=(DEMO_TOPIC,), kafka=kafka, max_offsets_per_trigger=20_000)
-        sink = DeltaAppendSink(path=table)
-        with console.status("streaming Kafka -> Delta (available-now)"):
-            query = sink.start(
-                kafka_records(source.read_stream(spark)),
-                query_name="demo.bronze_orders",
-                checkpoint=checkpoint,
-                trigger="available-now",
+        create_topic(broker.bootstrap_servers, params["topic"], partitions=3)
+        create_topic(broker.bootstrap_servers, params["high_value_topic"], partitions=1)
+        pipeline = load_pipelines().get("orders")
+        with console.status("starting Spark and planning the orders pipeline"):
+            spark = get_spark(demo)
+            plan = build_plan(pipeline, demo, spark)
+        listener = ProgressListener(console)
+        summary = DemoSummary(produced=Counter(), lake=demo.lake.root)
+        generator = OrdersGenerator(
+            OrdersConfig(
+                seed=int(time.time()) % 10_000,
+                late_fraction=0.02,
+                out_of_order_fraction=0.05,
+                duplicate_fraction=0.03,
+                malformed_fraction=0.02,
             )
-            await_finished(query, timeout=600)
-        written = sum(int(p["numInputRows"]) for p in query.recentProgress)
-        summary = DemoSummary(
-            produced=produced,
-            rows_written=written,
-            table_rows=read_delta(table).num_rows,
-            delta_version=delta_version(table),
-            table=table,
-            checkpoint=checkpoint,
-            offsets=topic_offsets(bootstrap, DEMO_TOPIC),
         )
+
+        def produce_then_stop() -> None:
+            try:
+                records = paced(generator.records(), rate, seconds)
+                summary.produced = send(broker.bootstrap_servers, params["topic"], records)
+                console.print(f"generator done: {sum(summary.produced.values())} records")
+                _caught_up(listener, sum(summary.produced.values()), timeout=180)
+            finally:
+                stop.set()
+
+        console.print(
+            f"streaming ~{rate:.0f} orders/s for {seconds:.0f}s into '{params['topic']}'; "
+            f"flows trigger every {DEMO_TRIGGER} (Ctrl-C stops cleanly)"
+        )
+        feeder = threading.Thread(target=produce_then_stop, name="demo-generator", daemon=True)
+        feeder.start()
+        try:
+            run_plan(plan, stop=stop, listener=listener)
+        finally:
+            listener.close()
+            feeder.join(timeout=5)
+        _collect(summary, demo, broker.bootstrap_servers, params["high_value_topic"])
     finally:
         if started_here:
             with console.status("stopping the broker"):
                 broker.stop()
-    _print_summary(console, summary)
+    _print_summary(console, summary, demo)
     return summary
 
 
-def _print_summary(console: Console, s: DemoSummary) -> None:
-    table = Table(title="eventlake demo: Kafka -> Delta (bronze/orders)", show_header=False)
-    table.add_column("what", style="bold")
-    table.add_column("value", overflow="fold")
-    table.add_row("events produced this run", str(s.produced))
-    table.add_row("rows written this run", str(s.rows_written))
-    table.add_row("rows in table", str(s.table_rows))
-    table.add_row("Delta version", str(s.delta_version))
-    table.add_row("table", str(s.table))
-    table.add_row("checkpoint", str(s.checkpoint))
-    table.add_row("topic end offsets", ", ".join(f"p{p}={o}" for p, o in sorted(s.offsets.items())))
-    console.print(table)
+TABLES = (
+    ("bronze", "orders"),
+    ("silver", "orders"),
+    ("silver", "orders_quarantine"),
+    ("gold", "revenue_hourly"),
+    ("gold", "category_orders_sliding"),
+)
+
+
+def _collect(summary: DemoSummary, settings: Settings, bootstrap: str, high: str) -> None:
+    from deltalake import DeltaTable
+
+    for layer, name in TABLES:
+        table = DeltaTable(str(settings.lake.table_path(layer, name)))
+        summary.tables[f"{layer}/{name}"] = (table.to_pyarrow_table().num_rows, table.version())
+    summary.high_value_records = sum(topic_offsets(bootstrap, high).values())
+
+
+def _print_summary(console: Console, s: DemoSummary, settings: Settings) -> None:
+    from deltalake import DeltaTable
+
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.produced.items()))
+    console.print(f"\nproduced {sum(s.produced.values())} records ({kinds})")
+    tables = Table(title=f"eventlake demo: tables under {s.lake}")
+    for col in ("table", "rows", "last Delta version"):
+        tables.add_column(col)
+    for name, (rows, version) in s.tables.items():
+        tables.add_row(name, str(rows), str(version))
+    tables.add_row("kafka: high_value_orders", str(s.high_value_records), "-")
+    console.print(tables)
+
+    gold = DeltaTable(str(settings.lake.table_path("gold", "revenue_hourly"))).to_pandas()
+    top = Table(title="gold/revenue_hourly (latest closed windows)")
+    for col in ("window_start", "window_end", "category", "order_count", "total_amount"):
+        top.add_column(col)
+    if not gold.empty:
+        gold = gold.sort_values(["window_start", "total_amount"], ascending=[False, False])
+        for row in gold.head(12).itertuples(index=False):
+            top.add_row(
+                str(row.window_start),
+                str(row.window_end),
+                str(row.category),
+                str(row.order_count),
+                f"{row.total_amount:,.2f}",
+            )
+    console.print(top)

@@ -47,6 +47,9 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     if spark.master.startswith("local"):
         # The default of 200 makes every stateful micro-batch ~40x slower on 2 cores.
         conf["spark.sql.shuffle.partitions"] = LOCAL_SHUFFLE_PARTITIONS
+        # Delta 4.4 rebuilds snapshot state (for the streaming sink's txn lookup) with a job of
+        # this many tasks on every commit; the default 50 costs ~5 s a batch on 2 cores.
+        conf["spark.databricks.delta.snapshotPartitions"] = "1"
         conf["spark.ui.enabled"] = "false"
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"

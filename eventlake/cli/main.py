@@ -9,7 +9,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from eventlake.cli.generate import generate_app
 from eventlake.cli.kafka import kafka_app
+from eventlake.cli.pipelines import list_pipelines, run, validate
 from eventlake.cli.state import CliState
 from eventlake.errors import EventlakeError
 
@@ -20,6 +22,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(kafka_app, name="kafka")
+app.add_typer(generate_app, name="generate")
+app.command("list")(list_pipelines)
+app.command("run")(run)
+app.command("validate")(validate)
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
@@ -41,13 +47,17 @@ def _root(ctx: typer.Context, config: ConfigOpt = None, overrides: SetOpt = None
 @app.command()
 def demo(
     ctx: typer.Context,
-    events: Annotated[int, typer.Option(help="Order events to produce.")] = 5000,
+    seconds: Annotated[float, typer.Option(help="How long the generator streams.")] = 60.0,
+    rate: Annotated[float, typer.Option(help="Orders per second.")] = 100.0,
 ) -> None:
-    """Broker up, produce orders, stream Kafka -> Delta (available-now), print a summary."""
+    """The orders pipeline live: generator, processing-time triggers, progress, summary."""
+    from eventlake.cli.signals import stop_on_signals
     from eventlake.demo import run_demo
 
     state: CliState = ctx.obj
-    run_demo(state.settings(), events=events)
+    console = Console()
+    with stop_on_signals(console) as stop:
+        run_demo(state.settings(), seconds=seconds, rate=rate, stop=stop, console=console)
 
 
 @config_app.command("show")

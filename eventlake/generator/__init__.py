@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
-from eventlake.generator.orders import CATEGORIES, REGIONS, generate_orders, order_records
+from eventlake.generator.base import GeneratedRecord, paced, send
+from eventlake.generator.orders import (
+    CATEGORIES,
+    REGIONS,
+    OrdersConfig,
+    OrdersGenerator,
+    generate_orders,
+    order_records,
+)
 
-__all__ = ["CATEGORIES", "REGIONS", "generate_orders", "order_records"]
+__all__ = [
+    "CATEGORIES",
+    "REGIONS",
+    "GeneratedRecord",
+    "OrdersConfig",
+    "OrdersGenerator",
+    "generate_orders",
+    "order_records",
+    "paced",
+    "send",
+]

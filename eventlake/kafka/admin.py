@@ -15,18 +15,22 @@ from eventlake.errors import ErrorCode, EventlakeError
 Record = tuple[str | bytes | None, str | bytes | None]
 
 
-def _admin(bootstrap: str, *, quiet: bool = False) -> AdminClient:
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap}
+def _admin(
+    bootstrap: str, *, quiet: bool = False, options: Mapping[str, str] | None = None
+) -> AdminClient:
+    conf: dict[str, Any] = {**(options or {}), "bootstrap.servers": bootstrap}
     if quiet:
         # Probes expect "connection refused" while a broker starts; failures are raised.
         conf["log_level"] = 0
     return AdminClient(conf)
 
 
-def list_topics(bootstrap: str, *, timeout: float = 10.0) -> set[str]:
+def list_topics(
+    bootstrap: str, *, timeout: float = 10.0, options: Mapping[str, str] | None = None
+) -> set[str]:
     """Names of the topics on the cluster; EL-KAFKA-003 if it does not answer."""
     try:
-        meta = _admin(bootstrap, quiet=True).list_topics(timeout=timeout)
+        meta = _admin(bootstrap, quiet=True, options=options).list_topics(timeout=timeout)
     except KafkaException as exc:
         raise EventlakeError(
             ErrorCode.KAFKA_UNREACHABLE,

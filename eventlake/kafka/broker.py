@@ -184,10 +184,16 @@ class EmbeddedKafkaBroker:
     def _format_storage(self, java: str, cluster_id: str) -> None:
         if (self.data_dir / "kafka-logs" / "meta.properties").is_file():
             return
-        cmd = [java, "-cp", self._classpath(),
-               f"-Dlog4j2.configurationFile=file:{self.data_dir / 'log4j2.properties'}",
-               "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-               f"--config={self._config_file}"]  # fmt: skip
+        cmd = [
+            java,
+            "-cp",
+            self._classpath(),
+            f"-Dlog4j2.configurationFile=file:{self.data_dir / 'log4j2.properties'}",
+            "kafka.tools.StorageTool",
+            "format",
+            f"--cluster-id={cluster_id}",
+            f"--config={self._config_file}",
+        ]
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if result.returncode != 0:
             raise EventlakeError(
@@ -222,15 +228,28 @@ class EmbeddedKafkaBroker:
         self._write_config(controller_port)
         self._format_storage(java, str(meta["cluster_id"]))
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [java, f"-Xmx{self.heap}", "-Xms256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-               f"-Dlog4j2.configurationFile=file:{self.data_dir / 'log4j2.properties'}",
-               f"-Dkafka.logs.dir={self.log_file.parent}",
-               "-cp", self._classpath(), "kafka.Kafka", str(self._config_file)]  # fmt: skip
+        cmd = [
+            java,
+            f"-Xmx{self.heap}",
+            "-Xms256m",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile=file:{self.data_dir / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.log_file.parent}",
+            "-cp",
+            self._classpath(),
+            "kafka.Kafka",
+            str(self._config_file),
+        ]
         with open(self.log_file.parent / "stdout.log", "ab") as out:
             proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.data_dir,
-            )  # fmt: skip
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.data_dir,
+            )
         self._pid_file.write_text(str(proc.pid))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from eventlake.sinks.base import Sink
+from eventlake.sinks.debug import ConsoleSink, MemorySink
 from eventlake.sinks.delta import DeltaAppendSink
+from eventlake.sinks.files import FileSink
+from eventlake.sinks.kafka import KafkaSink
 
-__all__ = ["DeltaAppendSink", "Sink"]
+__all__ = ["ConsoleSink", "DeltaAppendSink", "FileSink", "KafkaSink", "MemorySink", "Sink"]

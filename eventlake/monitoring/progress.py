@@ -1,0 +1,106 @@
+"""A StreamingQueryListener that never blocks Spark: it copies each progress event into a
+queue; a daemon thread prints one line per batch and keeps per-flow totals."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.streaming.listener import StreamingQueryListener
+from rich.console import Console
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    query: str
+    batch_id: int
+    input_rows: int
+    input_rows_per_second: float
+    processed_rows_per_second: float
+    batch_duration_ms: int
+    watermark: str | None
+    state_rows: int
+    dropped_by_watermark: int
+
+    def line(self) -> str:
+        wm = self.watermark if self.watermark and not self.watermark.startswith("1970") else "-"
+        return (
+            f"[{self.query}] batch {self.batch_id}: {self.input_rows} rows, "
+            f"{self.input_rows_per_second:.0f} in/s, {self.processed_rows_per_second:.0f} proc/s, "
+            f"{self.batch_duration_ms / 1000:.2f}s, watermark {wm}, "
+            f"state {self.state_rows}, late dropped {self.dropped_by_watermark}"
+        )
+
+
+@dataclass
+class FlowTotals:
+    batches: int = 0
+    input_rows: int = 0
+    dropped_by_watermark: int = 0
+    last_batch_id: int | None = None
+    state_rows: int = 0
+
+
+def _progress(p: Any) -> BatchProgress:
+    ops = list(p.stateOperators or [])
+    return BatchProgress(
+        query=p.name or str(p.id),
+        batch_id=int(p.batchId),
+        input_rows=int(p.numInputRows),
+        input_rows_per_second=float(p.inputRowsPerSecond or 0.0),
+        processed_rows_per_second=float(p.processedRowsPerSecond or 0.0),
+        batch_duration_ms=int(p.batchDuration),
+        watermark=(p.eventTime or {}).get("watermark"),
+        state_rows=sum(int(op.numRowsTotal) for op in ops),
+        dropped_by_watermark=sum(int(op.numRowsDroppedByWatermark) for op in ops),
+    )
+
+
+class ProgressListener(StreamingQueryListener):
+    """Register with ``spark.streams.addListener``; call ``close()`` when done."""
+
+    def __init__(self, console: Console | None = None, *, show: bool = True) -> None:
+        self._queue: queue.SimpleQueue[BatchProgress | None] = queue.SimpleQueue()
+        self._console = console or Console(stderr=True)
+        self._show = show
+        self._lock = threading.Lock()
+        self.totals: dict[str, FlowTotals] = {}
+        self._thread = threading.Thread(target=self._drain, name="eventlake-progress", daemon=True)
+        self._thread.start()
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        # A listener must never fail the query's thread.
+        with contextlib.suppress(Exception):
+            self._queue.put(_progress(event.progress))
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        pass
+
+    def _drain(self) -> None:
+        while (item := self._queue.get()) is not None:
+            with self._lock:
+                t = self.totals.setdefault(item.query, FlowTotals())
+                t.batches += 1
+                t.input_rows += item.input_rows
+                t.dropped_by_watermark += item.dropped_by_watermark
+                t.last_batch_id = item.batch_id
+                t.state_rows = item.state_rows
+            if self._show and (item.input_rows or item.dropped_by_watermark):
+                self._console.print(item.line(), highlight=False, soft_wrap=True, markup=False)
+
+    def snapshot(self) -> dict[str, FlowTotals]:
+        with self._lock:
+            return {k: FlowTotals(**vars(v)) for k, v in self.totals.items()}
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)

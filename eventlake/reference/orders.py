@@ -1,0 +1,198 @@
+"""The orders medallion pipeline: Kafka -> bronze -> silver (+ quarantine) -> gold.
+
+Input: JSON orders ``order_id``, ``user_id``, ``category``, ``region``, ``amount``,
+``event_time`` (ISO-8601 text), keyed by ``order_id``.
+
+- ``bronze``: every Kafka record as received (bronze/orders).
+- ``silver``: valid orders, typed, de-duplicated by ``order_id`` within ``dedup_delay``
+  (silver/orders). Orders later than ``dedup_delay`` behind the newest event time are
+  dropped by Spark's watermark; the progress line reports them as "late dropped".
+- ``quarantine``: records that are not JSON objects or break a rule, with the raw value,
+  Kafka coordinates and ``reason`` (silver/orders_quarantine).
+- ``revenue_hourly``: per ``category`` and tumbling window: order count and revenue,
+  written once per window when the watermark closes it (gold/revenue_hourly).
+- ``category_sliding``: per ``category`` and sliding window: order count
+  (gold/category_orders_sliding).
+- ``high_value``: orders over ``high_value_threshold`` to Kafka, key ``order_id``
+  (at-least-once).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, KafkaOutput, Pipeline
+from eventlake.pipelines.api import PipelineParams
+from eventlake.sources import kafka_records
+from eventlake.transforms import first_failure, flatten_window, parse_json
+from eventlake.transforms.parsing import CORRUPT, INVALID_JSON, NULL_VALUE
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from eventlake.pipelines import FlowContext
+
+
+class OrdersParams(PipelineParams):
+    topic: str | None = "orders"
+    dedup_delay: str = Field(default="30 minutes", description="Watermark delay of silver.")
+    window_delay: str = Field(default="10 minutes", description="Watermark delay of gold.")
+    revenue_window: str = "1 hour"
+    sliding_window: str = "1 hour"
+    sliding_slide: str = "30 minutes"
+    high_value_threshold: float = 1000.0
+    high_value_topic: str = "high_value_orders"
+
+
+orders = Pipeline(
+    "orders",
+    params=OrdersParams,
+    description="Kafka orders -> bronze -> silver + quarantine -> gold windows, high-value",
+)
+
+ORDER_FIELDS = (
+    "order_id STRING, user_id STRING, category STRING, region STRING, "
+    "amount STRING, event_time STRING"
+)
+AMOUNT_TYPE = "DECIMAL(18,2)"
+
+# Reasons, in the order they are checked; a record gets the first one it breaks.
+MISSING_ORDER_ID = "missing_order_id"
+MISSING_EVENT_TIME = "missing_event_time"
+INVALID_EVENT_TIME = "invalid_event_time"
+INVALID_AMOUNT = "invalid_amount"
+EMPTY_CATEGORY = "empty_category"
+REASONS = (
+    NULL_VALUE,
+    INVALID_JSON,
+    MISSING_ORDER_ID,
+    MISSING_EVENT_TIME,
+    INVALID_EVENT_TIME,
+    INVALID_AMOUNT,
+    EMPTY_CATEGORY,
+)
+
+
+def checked_orders(bronze: DataFrame) -> DataFrame:
+    """Bronze rows with the typed order fields and ``reason`` (null when valid)."""
+    from pyspark.sql import functions as F
+
+    parsed = parse_json(bronze, ORDER_FIELDS)
+    d = F.col("data")
+    amount = F.expr(f"try_cast(data.amount AS {AMOUNT_TYPE})")
+    event_time = F.expr("try_to_timestamp(data.event_time)")
+    reason = first_failure(
+        [
+            (NULL_VALUE, F.col("value").isNull()),
+            (INVALID_JSON, d.isNull() | d[CORRUPT].isNotNull()),
+            (MISSING_ORDER_ID, F.coalesce(F.trim(d["order_id"]), F.lit("")) == ""),
+            (MISSING_EVENT_TIME, d["event_time"].isNull()),
+            (INVALID_EVENT_TIME, event_time.isNull()),
+            (INVALID_AMOUNT, amount.isNull() | (amount < 0)),
+            (EMPTY_CATEGORY, F.coalesce(F.trim(d["category"]), F.lit("")) == ""),
+        ]
+    )
+    return parsed.select(
+        "*",
+        amount.alias("amount_typed"),
+        event_time.alias("event_time_typed"),
+        reason.alias("reason"),
+    )
+
+
+@orders.flow(source=KafkaInput(), sink=DeltaOutput("bronze", "orders"))
+def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Every Kafka record as received."""
+    return kafka_records(df)
+
+
+@orders.flow(source=DeltaInput("bronze", "orders"), sink=DeltaOutput("silver", "orders"))
+def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Valid orders, typed, de-duplicated by order_id within the dedup watermark."""
+    from pyspark.sql import functions as F
+
+    p = ctx.typed(OrdersParams)
+    valid = checked_orders(df).where(F.col("reason").isNull())
+    typed = valid.select(
+        F.col("data.order_id").alias("order_id"),
+        F.col("data.user_id").alias("user_id"),
+        F.col("data.category").alias("category"),
+        F.col("data.region").alias("region"),
+        F.col("amount_typed").alias("amount"),
+        F.col("event_time_typed").alias("event_time"),
+        "topic",
+        "partition",
+        "offset",
+    )
+    return ctx.with_watermark(typed, "event_time", p.dedup_delay).dropDuplicatesWithinWatermark(
+        ["order_id"]
+    )
+
+
+@orders.flow(source=DeltaInput("bronze", "orders"), sink=DeltaOutput("silver", "orders_quarantine"))
+def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Records that are not valid orders: raw value, Kafka coordinates, reason."""
+    from pyspark.sql import functions as F
+
+    bad = checked_orders(df).where(F.col("reason").isNotNull())
+    return bad.select(
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "kafka_timestamp",
+        "reason",
+        F.current_timestamp().alias("quarantined_at"),
+    )
+
+
+@orders.flow(source=DeltaInput("silver", "orders"), sink=DeltaOutput("gold", "revenue_hourly"))
+def revenue_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Orders and revenue per category and tumbling window; each window written once."""
+    from pyspark.sql import functions as F
+
+    p = ctx.typed(OrdersParams)
+    windowed = (
+        ctx.with_watermark(df, "event_time", p.window_delay)
+        .groupBy(F.window("event_time", p.revenue_window), "category")
+        .agg(F.count("*").alias("order_count"), F.sum("amount").alias("total_amount"))
+    )
+    return flatten_window(windowed)
+
+
+@orders.flow(
+    source=DeltaInput("silver", "orders"),
+    sink=DeltaOutput("gold", "category_orders_sliding"),
+)
+def category_sliding(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Orders per category and sliding window; each window written once."""
+    from pyspark.sql import functions as F
+
+    p = ctx.typed(OrdersParams)
+    windowed = (
+        ctx.with_watermark(df, "event_time", p.window_delay)
+        .groupBy(F.window("event_time", p.sliding_window, p.sliding_slide), "category")
+        .agg(F.count("*").alias("order_count"))
+    )
+    return flatten_window(windowed)
+
+
+@orders.flow(source=DeltaInput("silver", "orders"), sink=KafkaOutput("high_value_topic"))
+def high_value(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Orders above the threshold, as JSON keyed by order_id (at-least-once)."""
+    from pyspark.sql import functions as F
+
+    p = ctx.typed(OrdersParams)
+    big = df.where(F.col("amount") > F.lit(p.high_value_threshold))
+    payload = F.struct(
+        "order_id",
+        "user_id",
+        "category",
+        "region",
+        F.col("amount").cast("double").alias("amount"),
+        F.date_format("event_time", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").alias("event_time"),
+    )
+    return big.select(F.col("order_id").alias("key"), F.to_json(payload).alias("value"))

@@ -1,0 +1,8 @@
+"""Reusable DataFrame steps: parsing with quarantine reasons, windows."""
+
+from __future__ import annotations
+
+from eventlake.transforms.parsing import first_failure, parse_json
+from eventlake.transforms.windows import flatten_window
+
+__all__ = ["first_failure", "flatten_window", "parse_json"]

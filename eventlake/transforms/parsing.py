@@ -1,0 +1,51 @@
+"""Parse JSON text and name, for each bad record, the first rule it breaks.
+
+Bad input is data: a flow keeps the rows whose reason is null and another flow writes the
+rest, raw payload and reason, to a quarantine table. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+CORRUPT = "_corrupt_record"
+INVALID_JSON = "invalid_json"
+NULL_VALUE = "null_value"
+
+
+def parse_json(
+    df: DataFrame, schema: str, *, value: str = "value", into: str = "data"
+) -> DataFrame:
+    """Add struct column ``into`` parsed from JSON text column ``value`` with DDL ``schema``.
+
+    Fields are best declared as STRING and typed afterwards with ``try_cast``, so that a
+    wrong type is a reason, not a null. ``<into>._corrupt_record`` holds text that is not
+    a JSON object.
+    """
+    from pyspark.sql import functions as F
+
+    full = f"{schema}, {CORRUPT} STRING"
+    return df.withColumn(
+        into,
+        F.from_json(
+            F.col(value),
+            full,
+            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT},
+        ),
+    )
+
+
+def first_failure(rules: Sequence[tuple[str, Column]]) -> Column:
+    """A column holding the reason of the first rule whose condition is true, else null."""
+    from pyspark.sql import functions as F
+
+    expr = None
+    for reason, broken in reversed(rules):
+        expr = F.when(broken, F.lit(reason)).otherwise(
+            expr if expr is not None else F.lit(None).cast("string")
+        )
+    return expr if expr is not None else F.lit(None).cast("string")
