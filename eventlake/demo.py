@@ -30,7 +30,7 @@ from eventlake.pipelines.plan import build_plan
 from eventlake.pipelines.runner import run_plan
 from eventlake.session import get_spark
 
-DEMO_TRIGGER = "5 seconds"
+DEMO_TRIGGER = "10 seconds"
 
 
 @dataclass
@@ -181,6 +181,14 @@ def _print_summary(console: Console, s: DemoSummary, settings: Settings) -> None
         tables.add_row(name, str(rows), str(version))
     tables.add_row("kafka: high_value_orders", str(s.high_value_records), "-")
     console.print(tables)
+    bronze = s.tables.get("bronze/orders", (0, 0))[0]
+    silver = s.tables.get("silver/orders", (0, 0))[0]
+    quarantined = s.tables.get("silver/orders_quarantine", (0, 0))[0]
+    console.print(
+        f"nothing lost: bronze {bronze} = silver {silver} + quarantine {quarantined} "
+        f"+ duplicates removed {bronze - silver - quarantined} "
+        f"(the generator sent {s.produced.get('duplicate', 0)} duplicates)"
+    )
 
     gold = DeltaTable(str(settings.lake.table_path("gold", "revenue_hourly"))).to_pandas()
     top = Table(title="gold/revenue_hourly (latest closed windows)")

@@ -62,11 +62,21 @@ def demo(
 
 @config_app.command("show")
 def config_show(ctx: typer.Context) -> None:
-    """Print the effective configuration, secrets masked."""
+    """Print the effective configuration (defaults filled in), secrets masked."""
     import yaml
 
+    from eventlake.pipelines.loader import load_pipelines
+
     state: CliState = ctx.obj
-    data = state.settings().model_dump(mode="json")
+    settings = state.settings()
+    registry = load_pipelines()
+    data = settings.model_dump(mode="json")
+    data["pipelines"] = {
+        name: registry.get(name).parse_params(settings.pipelines.get(name)).model_dump(mode="json")
+        if name in registry.names()
+        else raw
+        for name, raw in {**{n: {} for n in registry.names()}, **settings.pipelines}.items()
+    }
     typer.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
 
 

@@ -54,24 +54,18 @@ def list_pipelines(ctx: typer.Context, module: ModuleOpt = None) -> None:
     """List pipelines and their flows in run order."""
     state: CliState = ctx.obj
     settings, registry = _registry(state, module)
-    table = Table(title="eventlake pipelines")
-    for col in ("pipeline", "flow", "level", "reads", "writes", "mode", "description"):
-        table.add_column(col)
+    lines = []
     for name in registry.names():
         pipeline = registry.get(name)
         contexts = {c.flow: c for c in _offline_contexts(pipeline, settings)}
+        lines.append(f"{name}: {pipeline.description}".rstrip(": "))
         for spec, level, _ups in dependency_order(pipeline):
             c = contexts[spec.name]
-            table.add_row(
-                name,
-                spec.name,
-                str(level),
-                spec.source.describe(c),
-                spec.sink.describe(c),
-                spec.output_mode,
-                spec.description,
+            lines.append(
+                f"  {spec.query_name:<28} level {level}  {spec.source.describe(c)} -> "
+                f"{spec.sink.describe(c)}  ({spec.output_mode})  {spec.description}".rstrip()
             )
-    Console().print(table)
+    typer.echo("\n".join(lines))
 
 
 def _print_plan(console: Console, plan: Plan) -> None:

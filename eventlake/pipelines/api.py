@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from eventlake.errors import ErrorCode, EventlakeError
 
@@ -30,6 +30,20 @@ if TYPE_CHECKING:
 
 Transform: TypeAlias = "Callable[[FlowContext, DataFrame], DataFrame]"
 OUTPUT_MODES = ("append", "update", "complete")
+_INTERVAL = re.compile(r"^\d+ (millisecond|second|minute|hour|day|week)s?$")
+
+
+def _spark_interval(value: str) -> str:
+    text = " ".join(value.split())
+    if not _INTERVAL.match(text):
+        raise ValueError(
+            f"'{value}' is not a Spark interval; write a number and a unit, e.g. '10 minutes'"
+        )
+    return text
+
+
+#: A duration Spark accepts for watermarks and windows: "10 minutes", "1 hour".
+SparkInterval = Annotated[str, AfterValidator(_spark_interval)]
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -50,6 +64,17 @@ class PipelineParams(BaseModel):
     starting_offsets: str = "earliest"
     fail_on_data_loss: bool = True
     max_files_per_trigger: int | None = Field(default=None, ge=1)
+
+    @field_validator("trigger")
+    @classmethod
+    def _known_trigger(cls, value: str) -> str:
+        from eventlake.triggers import parse_trigger
+
+        try:
+            parse_trigger(value)
+        except EventlakeError as exc:
+            raise ValueError(exc.what) from None
+        return value
 
 
 @dataclass(frozen=True)
@@ -161,7 +186,7 @@ class Pipeline:
             msgs = "; ".join(f"{k}: {e['msg']}" for k, e in zip(keys, exc.errors(), strict=True))
             raise EventlakeError(
                 ErrorCode.CONFIG_INVALID_VALUE,
-                f"invalid config value(s): {msgs}.",
+                f"invalid config value(s): {msgs.rstrip('.')}.",
                 fix="correct the value in the config file or --set",
             ) from None
 

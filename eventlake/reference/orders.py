@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, KafkaOutput, Pipeline
-from eventlake.pipelines.api import PipelineParams
+from eventlake.pipelines.api import PipelineParams, SparkInterval
 from eventlake.sources import kafka_records
 from eventlake.transforms import first_failure, flatten_window, parse_json
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON, NULL_VALUE
@@ -37,11 +37,11 @@ if TYPE_CHECKING:
 
 class OrdersParams(PipelineParams):
     topic: str | None = "orders"
-    dedup_delay: str = Field(default="30 minutes", description="Watermark delay of silver.")
-    window_delay: str = Field(default="10 minutes", description="Watermark delay of gold.")
-    revenue_window: str = "1 hour"
-    sliding_window: str = "1 hour"
-    sliding_slide: str = "30 minutes"
+    dedup_delay: SparkInterval = Field(default="30 minutes", description="Silver watermark.")
+    window_delay: SparkInterval = Field(default="10 minutes", description="Gold watermark.")
+    revenue_window: SparkInterval = "1 hour"
+    sliding_window: SparkInterval = "1 hour"
+    sliding_slide: SparkInterval = "30 minutes"
     high_value_threshold: float = 1000.0
     high_value_topic: str = "high_value_orders"
 

@@ -1,0 +1,47 @@
+"""Running `eventlake` as a user would: a subprocess with a config file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def write_config(path: Path, bootstrap: str, root: Path, **pipelines: dict[str, Any]) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "kafka": {"bootstrap_servers": bootstrap},
+                "lake": {"root": str(root / "lake")},
+                "checkpoints": {"root": str(root / "checkpoints")},
+                "spark": {
+                    "master": "local[2]",
+                    "conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+                },
+                "pipelines": pipelines,
+            }
+        )
+    )
+    return path
+
+
+def cli_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "eventlake.cli.main", *args]
+
+
+def run_cli(
+    *args: str, timeout: float = 600, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cli_command(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=cwd,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )

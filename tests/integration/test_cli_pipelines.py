@@ -1,0 +1,124 @@
+"""`eventlake list | run | validate` as a user runs them: fail fast, user modules."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eventlake.kafka import produce
+from eventlake.testing import free_port, read_delta
+from tests.integration.cli_helpers import run_cli, write_config
+
+pytestmark = pytest.mark.integration
+
+USER_MODULE = '''
+from eventlake.pipelines import DeltaOutput, KafkaInput, Pipeline
+from eventlake.sources import kafka_records
+from pyspark.sql import functions as F
+
+clicks = Pipeline("user_clicks", description="a user's own pipeline")
+
+
+@clicks.flow(source=KafkaInput(), sink=DeltaOutput("bronze", "user_clicks"))
+def raw(ctx, df):
+    """Clicks as text, upper-cased page."""
+    rows = kafka_records(df)
+    return rows.withColumn("page", F.upper(F.get_json_object("value", "$.page")))
+'''
+
+
+def test_user_module_is_listed_validated_and_run(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=2, prefix="clicks")
+    produce(bootstrap, topic, ((str(i), json.dumps({"page": f"p{i % 3}"})) for i in range(300)))
+    module = tmp_path / "my_pipelines.py"
+    module.write_text(USER_MODULE)
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, user_clicks={"topic": topic})
+
+    listed = run_cli("--config", str(cfg), "list", "--module", str(module))
+    assert listed.returncode == 0, listed.stderr
+    assert "user_clicks" in listed.stdout
+    assert "orders" in listed.stdout  # the shipped pipelines stay listed
+
+    ran = run_cli(
+        "--config", str(cfg), "run", "user_clicks", "--module", str(module),
+        "--trigger", "available-now",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "[user_clicks.raw] batch 0: 300 rows" in ran.stderr
+    rows = read_delta(tmp_path / "lake" / "bronze" / "user_clicks").to_pylist()
+    assert len(rows) == 300
+    assert {r["page"] for r in rows} == {"P0", "P1", "P2"}
+    assert (tmp_path / "checkpoints" / "user_clicks" / "raw" / "commits").is_dir()
+
+    # Without --module the pipeline is unknown, and its config section is an error.
+    unknown = run_cli("--config", str(cfg), "run", "user_clicks")
+    assert unknown.returncode == 1
+    assert "EL-CONFIG-003" in unknown.stderr
+    assert "pipelines.user_clicks" in unknown.stderr
+
+
+def test_unknown_config_key_fails_before_spark(tmp_path: Path, bootstrap: str) -> None:
+    cfg = write_config(
+        tmp_path / "el.yaml", bootstrap, tmp_path, orders={"topic": "x", "watermark_dealy": "1m"}
+    )
+    started = time.monotonic()
+    result = run_cli("--config", str(cfg), "run", "orders")
+    assert result.returncode == 1
+    assert "EL-CONFIG-003" in result.stderr
+    assert "pipelines.orders.watermark_dealy" in result.stderr
+    assert "Fix:" in result.stderr
+    assert time.monotonic() - started < 20
+
+    top = run_cli("--config", str(cfg), "--set", "kafka.bootstrap=x", "config", "show")
+    assert top.returncode == 1
+    assert "kafka.bootstrap" in top.stderr
+
+
+def test_unreachable_broker_fails_fast(tmp_path: Path) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    cfg = write_config(tmp_path / "el.yaml", dead, tmp_path, orders={"topic": "orders"})
+    started = time.monotonic()
+    result = run_cli("--config", str(cfg), "run", "orders", "--trigger", "available-now")
+    assert result.returncode == 1
+    assert "EL-KAFKA-003" in result.stderr
+    assert dead in result.stderr
+    assert "eventlake kafka start" in result.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_missing_topic_fails_fast_naming_topic_and_fix(bootstrap: str, tmp_path: Path) -> None:
+    cfg = write_config(
+        tmp_path / "el.yaml", bootstrap, tmp_path,
+        orders={"topic": "no-such-orders", "high_value_topic": "no-such-high"},
+    )  # fmt: skip
+    result = run_cli("--config", str(cfg), "run", "orders")
+    assert result.returncode == 1
+    assert "EL-KAFKA-004" in result.stderr
+    assert "'no-such-orders'" in result.stderr
+    assert "orders.bronze" in result.stderr
+    assert "eventlake kafka create-topic" in result.stderr
+
+
+def test_validate_and_config_show_mask_secrets(
+    bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, orders={"topic": "any"})
+    monkeypatch.setenv("EL_TEST_PASSWORD", "s3cret-value")
+    shown = run_cli(
+        "--config", str(cfg), "--set", "kafka.sasl_password=${EL_TEST_PASSWORD}", "config", "show"
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "s3cret-value" not in shown.stdout
+    assert "sasl_password: '**********'" in shown.stdout
+
+    valid = run_cli("--config", str(cfg), "validate", "orders")
+    assert valid.returncode == 0, valid.stderr
+    assert "pipeline 'orders' is valid: 6 flow(s)" in valid.stdout
+    # validate works on a scratch lake: the real one stays untouched.
+    assert not (tmp_path / "lake").exists()
