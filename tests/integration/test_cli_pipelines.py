@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -122,3 +123,32 @@ def test_validate_and_config_show_mask_secrets(
     assert "pipeline 'orders' is valid: 6 flow(s)" in valid.stdout
     # validate works on a scratch lake: the real one stays untouched.
     assert not (tmp_path / "lake").exists()
+
+
+def test_generate_orders_is_reproducible_and_counts_kinds(bootstrap: str) -> None:
+    from eventlake.generator import OrdersConfig, OrdersGenerator
+    from eventlake.kafka import topic_offsets
+    from eventlake.testing import unique_name
+
+    topic = unique_name("gen")
+    args = ("generate", "orders", "--topic", topic, "--count", "400", "--seed", "9",
+            "--malformed-fraction", "0.1", "--duplicate-fraction", "0.05",
+            "--partitions", "2", "--bootstrap-servers", bootstrap)  # fmt: skip
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    truth = Counter(
+        r.kind
+        for r in OrdersGenerator(
+            OrdersConfig(seed=9, malformed_fraction=0.1, duplicate_fraction=0.05)
+        ).records(400)
+    )
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(truth.items()))
+    assert f"produced 400 records to '{topic}'" in result.stdout
+    assert detail in result.stdout
+    offsets = topic_offsets(bootstrap, topic)
+    assert len(offsets) == 2
+    assert sum(offsets.values()) == 400
+
+    neither = run_cli("generate", "orders", "--topic", topic)
+    assert neither.returncode == 1
+    assert "--count" in neither.stderr

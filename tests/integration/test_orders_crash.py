@@ -113,3 +113,34 @@ def test_sigkill_three_times_then_equal_to_a_crash_free_run(
         assert sum(want.values()) > 0, f"{layer}/{name} is empty"
         assert got == want, f"{layer}/{name} differs after crashes"
     assert sum(rows(crashy, "bronze", "orders", ["offset"]).values()) == 4500
+
+
+def test_sigterm_stops_every_flow_between_batches_and_exits_0(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic, high = make_topic(partitions=3, prefix="term"), make_topic(prefix="term-high")
+    params = {"topic": topic, "high_value_topic": high, "max_offsets_per_trigger": 300,
+              "trigger": "2 seconds"}  # fmt: skip
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, orders=params)
+    send(bootstrap, topic, OrdersGenerator(OrdersConfig(seed=3)).records(3000))
+    proc = subprocess.Popen(
+        cli_command("--config", str(cfg), "run", "orders"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: commits(tmp_path, "silver") >= 2 or proc.poll() is not None,
+            timeout=240, what="silver to commit twice",
+        )  # fmt: skip
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err.decode()
+    assert "SIGTERM: stopping at the next batch boundary" in err.decode()
+    assert "run of orders (stopped)" in out.decode()
+    # Every flow ended on a committed batch: nothing planned and left half done.
+    assert in_flight(tmp_path) == []
+    assert commits(tmp_path, "bronze") >= 1
