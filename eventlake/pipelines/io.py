@@ -22,34 +22,29 @@ if TYPE_CHECKING:
 TableRef = tuple[str, str]
 
 
-class Input(ABC):
+class Endpoint(ABC):
+    """What inputs and outputs share: a description, the lake table and topics they touch."""
+
+    @abstractmethod
+    def describe(self, ctx: FlowContext | None = None) -> str: ...
+
+    def table(self) -> TableRef | None:
+        """The (layer, table) read or written, when it is a lake table: it orders flows."""
+        return None
+
+    def topics(self, ctx: FlowContext) -> list[str]:
+        """Kafka topics read or written: checked to exist before a run starts."""
+        return []
+
+
+class Input(Endpoint):
     @abstractmethod
     def resolve(self, ctx: FlowContext) -> Source: ...
 
-    @abstractmethod
-    def describe(self, ctx: FlowContext | None = None) -> str: ...
 
-    def table(self) -> TableRef | None:
-        """The (layer, table) read, when it is a lake table: it orders flows."""
-        return None
-
-    def topics(self, ctx: FlowContext) -> list[str]:
-        """Kafka topics read: checked to exist before a run starts."""
-        return []
-
-
-class Output(ABC):
+class Output(Endpoint):
     @abstractmethod
     def resolve(self, ctx: FlowContext) -> Sink: ...
-
-    @abstractmethod
-    def describe(self, ctx: FlowContext | None = None) -> str: ...
-
-    def table(self) -> TableRef | None:
-        return None
-
-    def topics(self, ctx: FlowContext) -> list[str]:
-        return []
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:  # noqa: B027
         """Create the destination before any flow starts, so downstream flows can read it."""

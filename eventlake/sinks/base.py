@@ -21,24 +21,6 @@ class Sink(ABC):
     #: Output modes the sink accepts (Spark's names).
     output_modes: frozenset[str] = frozenset({"append"})
 
-    def writer(
-        self,
-        df: DataFrame,
-        *,
-        query_name: str,
-        checkpoint: Path,
-        trigger: str,
-        output_mode: str = "append",
-    ) -> DataStreamWriter:
-        """A configured DataStreamWriter, before the sink's own format and options."""
-        writer = (
-            df.writeStream.queryName(query_name)
-            .outputMode(output_mode)
-            .option("checkpointLocation", str(checkpoint))
-        )
-        return apply_trigger(writer, trigger)
-
-    @abstractmethod
     def start(
         self,
         df: DataFrame,
@@ -49,3 +31,13 @@ class Sink(ABC):
         output_mode: str = "append",
     ) -> StreamingQuery:
         """Start the streaming write and return the running query."""
+        writer = (
+            df.writeStream.queryName(query_name)
+            .outputMode(output_mode)
+            .option("checkpointLocation", str(checkpoint))
+        )
+        return self._start(apply_trigger(writer, trigger), query_name)
+
+    @abstractmethod
+    def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:
+        """Set the sink's format and options on ``writer`` and start it."""

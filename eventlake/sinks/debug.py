@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eventlake.sinks.base import Sink
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 
 @dataclass(frozen=True)
@@ -20,22 +19,7 @@ class ConsoleSink(Sink):
     rows: int = 20
     output_modes = frozenset({"append", "update", "complete"})
 
-    def start(
-        self,
-        df: DataFrame,
-        *,
-        query_name: str,
-        checkpoint: Path,
-        trigger: str,
-        output_mode: str = "append",
-    ) -> StreamingQuery:
-        writer = self.writer(
-            df,
-            query_name=query_name,
-            checkpoint=checkpoint,
-            trigger=trigger,
-            output_mode=output_mode,
-        )
+    def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:
         return writer.format("console").option("numRows", str(self.rows)).start()
 
 
@@ -49,21 +33,6 @@ class MemorySink(Sink):
 
     output_modes = frozenset({"append", "complete"})
 
-    def start(
-        self,
-        df: DataFrame,
-        *,
-        query_name: str,
-        checkpoint: Path,
-        trigger: str,
-        output_mode: str = "append",
-    ) -> StreamingQuery:
-        writer = self.writer(
-            df,
-            query_name=query_name,
-            checkpoint=checkpoint,
-            trigger=trigger,
-            output_mode=output_mode,
-        )
+    def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:
         # The memory table is named after the query; dots would read as a database name.
         return writer.queryName(query_name.replace(".", "_")).format("memory").start()

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from eventlake.sinks.base import Sink
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 
 @dataclass(frozen=True)
@@ -30,22 +30,8 @@ class DeltaAppendSink(Sink):
     merge_schema: bool = False
     output_modes = frozenset({"append", "complete"})
 
-    def start(
-        self,
-        df: DataFrame,
-        *,
-        query_name: str,
-        checkpoint: Path,
-        trigger: str,
-        output_mode: str = "append",
-    ) -> StreamingQuery:
-        writer = self.writer(
-            df,
-            query_name=query_name,
-            checkpoint=checkpoint,
-            trigger=trigger,
-            output_mode=output_mode,
-        ).format("delta")
+    def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:
+        writer = writer.format("delta")
         if self.partition_by:
             writer = writer.partitionBy(*self.partition_by)
         if self.merge_schema:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from eventlake.sinks.base import Sink
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 
 @dataclass(frozen=True)
@@ -27,22 +27,8 @@ class FileSink(Sink):
     format: str = "parquet"
     partition_by: tuple[str, ...] = ()
 
-    def start(
-        self,
-        df: DataFrame,
-        *,
-        query_name: str,
-        checkpoint: Path,
-        trigger: str,
-        output_mode: str = "append",
-    ) -> StreamingQuery:
-        writer = self.writer(
-            df,
-            query_name=query_name,
-            checkpoint=checkpoint,
-            trigger=trigger,
-            output_mode=output_mode,
-        ).format(self.format)
+    def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:
+        writer = writer.format(self.format)
         if self.format == "csv":
             writer = writer.option("header", "true")
         if self.partition_by:

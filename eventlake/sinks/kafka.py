@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eventlake.config import KafkaSettings
 from eventlake.sinks.base import Sink
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 
 @dataclass(frozen=True)
@@ -29,26 +28,8 @@ class KafkaSink(Sink):
     topic: str | None = None
     output_modes = frozenset({"append", "update"})
 
-    def start(
-        self,
-        df: DataFrame,
-        *,
-        query_name: str,
-        checkpoint: Path,
-        trigger: str,
-        output_mode: str = "append",
-    ) -> StreamingQuery:
-        writer = (
-            self.writer(
-                df,
-                query_name=query_name,
-                checkpoint=checkpoint,
-                trigger=trigger,
-                output_mode=output_mode,
-            )
-            .format("kafka")
-            .options(**self.kafka.spark_options())
-        )
+    def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:
+        writer = writer.format("kafka").options(**self.kafka.spark_options())
         if self.topic:
             writer = writer.option("topic", self.topic)
         return writer.start()
