@@ -46,7 +46,7 @@ class Output(Endpoint):
     @abstractmethod
     def resolve(self, ctx: FlowContext) -> Sink: ...
 
-    def ensure(self, ctx: FlowContext, schema: StructType) -> None:  # noqa: B027
+    def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         """Create the destination before any flow starts, so downstream flows can read it."""
 
 
