@@ -26,9 +26,9 @@ from eventlake.kafka import EmbeddedKafkaBroker, create_topic, topic_offsets
 from eventlake.monitoring import ProgressListener
 from eventlake.paths import state_dir
 from eventlake.pipelines.loader import load_pipelines
-from eventlake.pipelines.plan import build_plan
 from eventlake.pipelines.runner import run_plan
 from eventlake.session import get_spark
+from eventlake.validation import check_pipeline, require_valid
 
 DEMO_TRIGGER = "10 seconds"
 
@@ -109,7 +109,8 @@ def run_demo(
         pipeline = load_pipelines().get("orders")
         with console.status("starting Spark and planning the orders pipeline"):
             spark = get_spark(demo)
-            plan = build_plan(pipeline, demo, spark)
+            plan, report = check_pipeline(pipeline, demo, spark)
+            require_valid(report)
         listener = ProgressListener(console)
         summary = DemoSummary(produced=Counter(), lake=demo.lake.root)
         generator = OrdersGenerator(

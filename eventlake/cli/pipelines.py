@@ -17,7 +17,8 @@ from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.context import FlowContext
 from eventlake.pipelines.loader import load_pipelines
-from eventlake.pipelines.plan import Plan, build_plan, dependency_order
+from eventlake.pipelines.plan import Plan, dependency_order
+from eventlake.validation import Report
 
 ModuleOpt = Annotated[
     list[Path] | None,
@@ -86,25 +87,68 @@ def _print_plan(console: Console, plan: Plan) -> None:
     console.print(table)
 
 
+def _print_findings(console: Console, report: Report) -> None:
+    if not report.findings:
+        return
+    table = Table(title=f"findings for {report.pipeline}", show_lines=True)
+    for col in ("code", "severity", "flow", "what", "why", "fix"):
+        table.add_column(col, overflow="fold")
+    for f in report.findings:
+        style = "red" if f.severity == "error" else "yellow"
+        table.add_row(f.code, f"[{style}]{f.severity}[/]", f.flow, f.what, f.why, f.fix)
+    console.print(table)
+
+
 def validate(
     ctx: typer.Context,
-    pipeline_name: Annotated[str, typer.Argument(metavar="PIPELINE")],
+    pipeline_name: Annotated[str | None, typer.Argument(metavar="[PIPELINE]")] = None,
+    all_pipelines: Annotated[bool, typer.Option("--all", help="Check every pipeline.")] = False,
+    strict: Annotated[bool, typer.Option(help="Warnings fail too (exit 2).")] = False,
+    output: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     module: ModuleOpt = None,
 ) -> None:
-    """Check a pipeline without running it: config, flow order, every flow's query plan."""
+    """Check pipelines without running them: config, flow order, each flow's analysed plan
+    against the production rules. Exit 0 clean, 1 errors, 2 warnings under --strict."""
     from eventlake.session import get_spark
+    from eventlake.validation import check_pipeline
 
     state: CliState = ctx.obj
     settings, registry = _registry(state, module)
-    pipeline = registry.get(pipeline_name)
-    _offline_contexts(pipeline, settings)
+    if all_pipelines == (pipeline_name is not None):
+        raise EventlakeError(
+            ErrorCode.CONFIG_INVALID_VALUE,
+            "validate needs a PIPELINE or --all, not both.",
+            fix="eventlake validate orders, or eventlake validate --all",
+        )
+    names = registry.names() if all_pipelines else [str(pipeline_name)]
+    pipelines = [registry.get(n) for n in names]
+    for p in pipelines:
+        _offline_contexts(p, settings)
     spark = get_spark(settings)
-    with tempfile.TemporaryDirectory(prefix="eventlake-validate-") as scratch:
-        # Missing upstream tables are created here, never in the real lake.
-        plan = build_plan(pipeline, settings, spark, lake_root=Path(scratch))
-        console = Console()
-        _print_plan(console, plan)
-    console.print(f"pipeline '{pipeline_name}' is valid: {len(plan.flows)} flow(s)")
+    console = Console()
+    reports = []
+    for pipeline in pipelines:
+        with tempfile.TemporaryDirectory(prefix="eventlake-validate-") as scratch:
+            # Missing upstream tables are created here, never in the real lake.
+            plan, report = check_pipeline(pipeline, settings, spark, lake_root=Path(scratch))
+        reports.append(report)
+        if output == "table":
+            _print_plan(console, plan)
+            _print_findings(console, report)
+            errors, warnings = len(report.errors), len(report.warnings)
+            verdict = "is valid" if not errors else "is NOT valid"
+            console.print(
+                f"pipeline '{pipeline.name}' {verdict}: {len(plan.flows)} flow(s), "
+                f"{errors} error(s), {warnings} warning(s)"
+            )
+    if output == "json":
+        import json
+
+        typer.echo(json.dumps(
+            [{"pipeline": r.pipeline, "findings": [f.as_dict() for f in r.findings]}
+             for r in reports], indent=2,
+        ))  # fmt: skip
+    raise typer.Exit(max(r.exit_code(strict) for r in reports))
 
 
 def run(
@@ -129,6 +173,7 @@ def run(
     from eventlake.monitoring import ProgressListener
     from eventlake.pipelines.runner import preflight_topics, run_plan
     from eventlake.session import get_spark
+    from eventlake.validation import check_pipeline, require_valid
 
     state: CliState = ctx.obj
     settings, registry = _registry(state, module)
@@ -137,9 +182,11 @@ def run(
     console = Console(stderr=True)
     with stop_on_signals(console) as stop:
         spark = get_spark(settings)
-        plan = build_plan(pipeline, settings, spark, flows=flow, trigger=trigger)
+        plan, report = check_pipeline(pipeline, settings, spark, flows=flow, trigger=trigger)
         if not quiet:
             _print_plan(console, plan)
+        _print_findings(console, report)
+        require_valid(report)
         listener = ProgressListener(console, show=not quiet)
         try:
             result = run_plan(plan, stop=stop, listener=listener)

@@ -82,6 +82,8 @@ class SparkSettings(_Section):
 
 
 class Settings(_Section):
+    #: Marks a production config: warnings about local or temporary storage apply.
+    production: bool = False
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     lake: LakeSettings = Field(default_factory=LakeSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)

@@ -63,6 +63,9 @@ class PipelineParams(BaseModel):
     max_offsets_per_trigger: int | None = Field(default=10_000, ge=1)
     starting_offsets: str = "earliest"
     fail_on_data_loss: bool = True
+    data_loss_note: str | None = Field(
+        default=None, description="Why fail_on_data_loss=false is acceptable here."
+    )
     max_files_per_trigger: int | None = Field(default=None, ge=1)
 
     @field_validator("trigger")

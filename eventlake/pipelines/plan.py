@@ -8,6 +8,7 @@ can start streaming from it at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -107,8 +108,15 @@ def build_plan(
     flows: list[str] | None = None,
     trigger: str | None = None,
     lake_root: Path | None = None,
+    on_error: Callable[[FlowSpec, EventlakeError], None] | None = None,
+    inspect: Callable[[PlannedFlow], bool] | None = None,
 ) -> Plan:
-    """Resolve config, order flows, build DataFrames and create missing Delta outputs."""
+    """Resolve config, order flows, build DataFrames and create missing Delta outputs.
+
+    ``on_error`` receives a flow that cannot be built (instead of raising), so that every
+    problem is reported at once. ``inspect`` sees each built flow before its output is
+    created; a False answer leaves the output uncreated.
+    """
     params = pipeline.parse_params(settings.pipelines.get(pipeline.name))
     unknown = sorted(set(flows or ()) - set(pipeline.flows))
     if unknown:
@@ -127,38 +135,34 @@ def build_plan(
             source = spec.source.resolve(ctx)
             sink = spec.sink.resolve(ctx)
             df = spec.transform(ctx, source.read_stream(spark))
-        except EventlakeError:
-            raise
+            if not getattr(df, "isStreaming", False):
+                raise EventlakeError(
+                    ErrorCode.PIPELINE_INVALID,
+                    f"{where} returned a batch DataFrame, not a streaming one.",
+                    expected="the transform to derive its result from the DataFrame it is given",
+                    fix="build the result from the `df` argument (join static tables to it)",
+                )
         except Exception as exc:
-            raise translate(exc, context=where) from exc
-        if not getattr(df, "isStreaming", False):
-            raise EventlakeError(
-                ErrorCode.PIPELINE_INVALID,
-                f"{where} returned a batch DataFrame, not a streaming one.",
-                expected="the transform to derive its result from the DataFrame it is given",
-                fix="build the result from the `df` argument (join static tables to it)",
-            )
-        if spec.output_mode not in sink.output_modes:
-            raise EventlakeError(
-                ErrorCode.PIPELINE_INVALID,
-                f"{where} writes in {spec.output_mode} mode to {spec.sink.describe(ctx)}, "
-                f"which takes only {', '.join(sorted(sink.output_modes))}.",
-                fix="change the output mode, or write through another sink",
-            )
+            error = translate(exc, context=where)
+            if on_error is None:
+                raise error from exc
+            on_error(spec, error)
+            continue
+        flow = PlannedFlow(
+            spec=spec,
+            ctx=ctx,
+            sink=sink,
+            df=df,
+            trigger=trigger or spec.trigger or params.trigger,
+            level=lvl,
+            upstream=ups,
+        )
+        planned.append(flow)
+        if inspect is not None and not inspect(flow):
+            continue
         try:
             spec.sink.ensure(ctx, df.schema)
         except Exception as exc:
             raise translate(exc, context=f"{where}: creating {spec.sink.describe(ctx)}") from exc
-        planned.append(
-            PlannedFlow(
-                spec=spec,
-                ctx=ctx,
-                sink=sink,
-                df=df,
-                trigger=trigger or spec.trigger or params.trigger,
-                level=lvl,
-                upstream=ups,
-            )
-        )
     selected = tuple(flows) if flows else tuple(pipeline.flows)
     return Plan(pipeline=pipeline, flows=tuple(planned), selected=selected)

@@ -76,7 +76,10 @@ class PipelineRunner:
         self.queries: dict[str, StreamingQuery] = {}
 
     def _start(self, flow: PlannedFlow) -> StreamingQuery:
+        from eventlake.validation.rules import write_fingerprint
+
         try:
+            write_fingerprint(flow)
             query = flow.sink.start(
                 flow.df,
                 query_name=flow.query_name,

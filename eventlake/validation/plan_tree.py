@@ -1,0 +1,77 @@
+"""A flow's analysed logical plan as a small tree, read from Spark's ``treeString``.
+
+Only what the rules need: operator names, their text, children, and which attributes
+carry a watermark (Spark marks them ``name#id-T<delay>ms``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_PREFIX = re.compile(r"^[\s:+\-|]*")
+_WATERMARKED = re.compile(r"-T\d+ms")
+STATEFUL = ("Aggregate", "Deduplicate", "DeduplicateWithinWatermark", "FlatMapGroupsWithState",
+            "FlatMapGroupsInPandasWithState", "TransformWithState", "TransformWithStateInPandas",
+            "TransformWithStateInPySpark")  # fmt: skip
+
+
+@dataclass
+class PlanNode:
+    name: str
+    text: str
+    children: list[PlanNode] = field(default_factory=list)
+
+    def walk(self) -> list[PlanNode]:
+        nodes = [self]
+        for child in self.children:
+            nodes.extend(child.walk())
+        return nodes
+
+    def find(self, *names: str) -> list[PlanNode]:
+        return [n for n in self.walk() if n.name in names]
+
+    @property
+    def streaming(self) -> bool:
+        return any(n.name.startswith("StreamingRelation") for n in self.walk())
+
+    @property
+    def has_watermark(self) -> bool:
+        return bool(self.find("EventTimeWatermark"))
+
+    def keys(self) -> str:
+        """The text of the first bracketed list: grouping keys, dedup keys."""
+        start, end = self.text.find("["), self.text.find("]")
+        return self.text[start + 1 : end] if 0 <= start < end else ""
+
+    def keys_watermarked(self) -> bool:
+        return bool(_WATERMARKED.search(self.keys()))
+
+
+def parse_tree(text: str) -> PlanNode:
+    stack: list[tuple[int, PlanNode]] = []
+    root: PlanNode | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        depth = len(_PREFIX.match(line).group(0))  # type: ignore[union-attr]
+        body = line[depth:].lstrip("~")
+        node = PlanNode(name=body.split(" ", 1)[0].split("[", 1)[0], text=body)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        if stack:
+            stack[-1][1].children.append(node)
+        else:
+            root = node
+        stack.append((depth, node))
+    if root is None:
+        raise ValueError("empty plan")
+    return root
+
+
+def analysed_tree(df: DataFrame) -> PlanNode:
+    return parse_tree(str(df._jdf.queryExecution().analyzed().treeString()))

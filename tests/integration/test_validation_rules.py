@@ -1,0 +1,331 @@
+"""One minimal pipeline per rule that breaks it; the shipped pipelines validate clean."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.config import Settings
+from eventlake.config.loader import settings_from_dict
+from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.pipelines import (
+    DeltaOutput,
+    Input,
+    KafkaInput,
+    KafkaOutput,
+    MemoryOutput,
+    Output,
+    Pipeline,
+    RateInput,
+)
+from eventlake.pipelines.loader import load_pipelines
+from eventlake.validation import Report, check_pipeline, require_valid
+from eventlake.validation.rules import RULES, write_fingerprint
+from tests.integration.cli_helpers import run_cli, write_config
+
+pytestmark = pytest.mark.integration
+
+Transform = Callable[[Any, DataFrame], DataFrame]
+
+
+def settings_for(tmp_path: Path, **extra: Any) -> Settings:
+    params = extra.pop("params", {})
+    return settings_from_dict(
+        {
+            "lake": {"root": str(tmp_path / "lake")},
+            "checkpoints": {"root": str(tmp_path / "cp")},
+            "pipelines": {"p": {"topic": "t", **params}},
+            **extra,
+        }
+    )
+
+
+def check(
+    spark: SparkSession,
+    tmp_path: Path,
+    transform: Transform,
+    *,
+    source: Input | None = None,
+    sink: Output | None = None,
+    output_mode: str = "append",
+    trigger: str | None = None,
+    description: str = "",
+    **settings: Any,
+) -> Report:
+    pipeline = Pipeline("p", register=False)
+    pipeline.flow(
+        name="f", source=source or RateInput(), sink=sink or MemoryOutput(),
+        output_mode=output_mode, trigger=trigger, description=description,
+    )(transform)  # fmt: skip
+    _plan, report = check_pipeline(pipeline, settings_for(tmp_path, **settings), spark)
+    return report
+
+
+def codes(report: Report) -> list[str]:
+    return [f.code for f in report.findings]
+
+
+def only(report: Report, code: str) -> None:
+    assert codes(report) == [code], report.findings
+    finding = report.findings[0]
+    assert finding.flow == "p.f"
+    assert finding.what
+    assert finding.why
+    assert finding.fix
+    assert finding.severity == ("error" if code.startswith("EL-V") else "warning")
+
+
+def wm(df: DataFrame) -> DataFrame:
+    return df.withWatermark("timestamp", "1 minute")
+
+
+def refused_before_start(spark: SparkSession, tmp_path: Path, report: Report, fix: str) -> None:
+    """The run path stops on this error before any query starts, naming the fix."""
+    with pytest.raises(EventlakeError) as info:
+        require_valid(report)
+    assert info.value.code == ErrorCode.VALIDATION_FAILED
+    assert report.errors[0].code in str(info.value)
+    assert fix in str(info.value)
+    assert spark.streams.active == []
+    assert not (tmp_path / "cp" / "p" / "f").exists()
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+def test_v001_append_aggregation_without_watermark(spark: SparkSession, tmp_path: Path) -> None:
+    report = check(spark, tmp_path, lambda c, df: df.groupBy("value").count())
+    only(report, "EL-V001")
+    refused_before_start(spark, tmp_path, report, "with_watermark")
+
+
+def test_v001_not_raised_for_a_windowed_aggregation(spark: SparkSession, tmp_path: Path) -> None:
+    def windowed(c: Any, df: DataFrame) -> DataFrame:
+        return wm(df).groupBy(F.window("timestamp", "1 minute")).count()
+
+    assert codes(check(spark, tmp_path, windowed)) == []
+
+
+def test_v002_complete_without_aggregation(spark: SparkSession, tmp_path: Path) -> None:
+    report = check(spark, tmp_path, lambda c, df: df, output_mode="complete")
+    only(report, "EL-V002")
+    refused_before_start(spark, tmp_path, report, "append mode")
+
+
+def test_v003_update_into_the_delta_sink(spark: SparkSession, tmp_path: Path) -> None:
+    def agg(c: Any, df: DataFrame) -> DataFrame:
+        return wm(df).groupBy(F.window("timestamp", "1 minute")).count()
+
+    report = check(spark, tmp_path, agg, sink=DeltaOutput("gold", "t"), output_mode="update")
+    only(report, "EL-V003")
+    refused_before_start(spark, tmp_path, report, "MERGE")
+    assert not (tmp_path / "lake" / "gold" / "t").exists()  # nothing created either
+
+
+def test_v004_continuous_with_state_and_a_delta_sink(spark: SparkSession, tmp_path: Path) -> None:
+    def dedup(c: Any, df: DataFrame) -> DataFrame:
+        return wm(df).dropDuplicatesWithinWatermark(["value"])
+
+    report = check(spark, tmp_path, dedup, sink=DeltaOutput("s", "t"), trigger="continuous")
+    assert codes(report) == ["EL-V004", "EL-V004"]
+    refused_before_start(spark, tmp_path, report, "processing-time")
+
+
+def test_v005_slide_larger_than_window(spark: SparkSession, tmp_path: Path) -> None:
+    def sliding(c: Any, df: DataFrame) -> DataFrame:
+        return wm(df).groupBy(F.window("timestamp", "10 minutes", "20 minutes")).count()
+
+    only(check(spark, tmp_path, sliding), "EL-V005")
+
+
+def test_v006_checkpoint_of_a_different_plan(spark: SparkSession, tmp_path: Path) -> None:
+    first = Pipeline("p", register=False)
+    first.flow(name="f", source=RateInput(), sink=MemoryOutput())(lambda c, df: df)
+    plan, report = check_pipeline(first, settings_for(tmp_path), spark)
+    assert codes(report) == []
+    write_fingerprint(plan.flows[0])
+
+    def dedup(c: Any, df: DataFrame) -> DataFrame:
+        return wm(df).dropDuplicatesWithinWatermark(["value"])
+
+    changed = check(spark, tmp_path, dedup)
+    assert codes(changed) == ["EL-V006"]
+    assert "stateful" in changed.findings[0].what
+
+    foreign = tmp_path / "other"
+    (foreign / "cp" / "p" / "f" / "offsets").mkdir(parents=True)
+    only(check(spark, foreign, lambda c, df: df), "EL-V006")
+
+
+def test_v008_outer_join_without_watermarks_and_range(spark: SparkSession, tmp_path: Path) -> None:
+    def join(c: Any, df: DataFrame) -> DataFrame:
+        other = (
+            c.spark.readStream.format("rate")
+            .load()
+            .select(F.col("value").alias("v2"), F.col("timestamp").alias("t2"))
+        )
+        return wm(df).join(other, F.expr("value = v2"), "left_outer")
+
+    report = check(spark, tmp_path, join)
+    assert "EL-V008" in codes(report)
+    refused_before_start(spark, tmp_path, report, "BETWEEN")
+
+    def ranged(c: Any, df: DataFrame) -> DataFrame:
+        other = (
+            c.spark.readStream.format("rate")
+            .load()
+            .select(F.col("value").alias("v2"), F.col("timestamp").alias("t2"))
+            .withWatermark("t2", "1 minute")
+        )
+        cond = F.expr("value = v2 AND t2 BETWEEN timestamp AND timestamp + INTERVAL 1 MINUTE")
+        return wm(df).join(other, cond, "left_outer")
+
+    assert "EL-V008" not in codes(check(spark, tmp_path / "ok", ranged))
+
+
+def test_v009_partition_by_nested_or_absent_column(spark: SparkSession, tmp_path: Path) -> None:
+    def windowed(c: Any, df: DataFrame) -> DataFrame:
+        return wm(df).groupBy(F.window("timestamp", "1 minute")).count()
+
+    report = check(
+        spark, tmp_path, windowed, sink=DeltaOutput("g", "t", partition_by=("window.start",))
+    )
+    only(report, "EL-V009")
+    refused_before_start(spark, tmp_path, report, "top-level column")
+
+
+# --- warnings -------------------------------------------------------------------------
+
+
+def test_w101_state_without_watermark(spark: SparkSession, tmp_path: Path) -> None:
+    only(check(spark, tmp_path, lambda c, df: df.dropDuplicates(["value"])), "EL-W101")
+
+
+def test_w102_drop_duplicates_instead_of_within_watermark(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    only(check(spark, tmp_path, lambda c, df: wm(df).dropDuplicates(["value"])), "EL-W102")
+    fine = check(spark, tmp_path / "b", lambda c, df: wm(df).dropDuplicates(["value", "timestamp"]))
+    assert codes(fine) == []
+
+
+def test_w103_kafka_without_backpressure(spark: SparkSession, tmp_path: Path) -> None:
+    report = check(
+        spark, tmp_path, lambda c, df: df, source=KafkaInput(),
+        params={"max_offsets_per_trigger": None},
+    )  # fmt: skip
+    only(report, "EL-W103")
+
+
+def test_w104_once_trigger(spark: SparkSession, tmp_path: Path) -> None:
+    only(check(spark, tmp_path, lambda c, df: df, trigger="once"), "EL-W104")
+
+
+def test_w105_kafka_sink_described_as_exactly_once(spark: SparkSession, tmp_path: Path) -> None:
+    def as_kafka(c: Any, df: DataFrame) -> DataFrame:
+        return df.selectExpr("CAST(value AS STRING) AS key", "CAST(value AS STRING) AS value")
+
+    report = check(
+        spark, tmp_path, as_kafka, sink=KafkaOutput("topic"),
+        description="Publishes ticks, exactly-once.",
+    )  # fmt: skip
+    only(report, "EL-W105")
+
+
+def test_w106_complete_mode_over_an_id(spark: SparkSession, tmp_path: Path) -> None:
+    def per_user(c: Any, df: DataFrame) -> DataFrame:
+        return df.withColumn("user_id", F.col("value") % 1000).groupBy("user_id").count()
+
+    only(check(spark, tmp_path, per_user, output_mode="complete"), "EL-W106")
+
+
+def test_w107_local_storage_in_production(spark: SparkSession, tmp_path: Path) -> None:
+    report = check(spark, tmp_path, lambda c, df: df, production=True)
+    assert codes(report) == ["EL-W107", "EL-W107"]
+    assert codes(check(spark, tmp_path / "dev", lambda c, df: df)) == []
+
+
+def test_w108_hdfs_state_store(spark: SparkSession, tmp_path: Path) -> None:
+    key = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(key)
+    spark.conf.set(
+        key, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    )
+    try:
+        report = check(spark, tmp_path, lambda c, df: wm(df).dropDuplicatesWithinWatermark())
+    finally:
+        spark.conf.set(key, before)
+    only(report, "EL-W108")
+
+
+def test_w109_fail_on_data_loss_off_needs_a_note(spark: SparkSession, tmp_path: Path) -> None:
+    off = {"fail_on_data_loss": False}
+    only(check(spark, tmp_path, lambda c, df: df, source=KafkaInput(), params=off), "EL-W109")
+    noted = check(
+        spark, tmp_path / "b", lambda c, df: df, source=KafkaInput(),
+        params={**off, "data_loss_note": "replayed from the archive weekly"},
+    )  # fmt: skip
+    assert codes(noted) == []
+
+
+def test_every_rule_has_a_test_and_a_unique_code() -> None:
+    names = {r.code for r in RULES}
+    assert len(names) == len(RULES)
+    source = Path(__file__).read_text()
+    for code in names:
+        assert f"test_{code.split('-')[1].lower()}_" in source, code
+
+
+def test_shipped_pipelines_validate_clean(spark: SparkSession, tmp_path: Path) -> None:
+    for name in load_pipelines().names():
+        pipeline = load_pipelines().get(name)
+        _plan, report = check_pipeline(
+            pipeline, settings_for(tmp_path / name), spark, lake_root=tmp_path / name / "lake"
+        )
+        assert report.findings == [], (name, report.findings)
+
+
+BROKEN_MODULE = """
+from eventlake.pipelines import MemoryOutput, Pipeline, RateInput
+
+broken = Pipeline("broken")
+broken.flow(name="f", source=RateInput(), sink=MemoryOutput(), output_mode="complete")(
+    lambda ctx, df: df)
+
+dated = Pipeline("dated")
+dated.flow(name="g", source=RateInput(), sink=MemoryOutput(), trigger="once")(
+    lambda ctx, df: df)
+"""
+
+
+def test_cli_exit_codes_and_json(tmp_path: Path, bootstrap: str) -> None:
+    module = tmp_path / "mod.py"
+    module.write_text(BROKEN_MODULE)
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path)
+    base = ("--config", str(cfg), "validate")
+    err = run_cli(*base, "broken", "--module", str(module), "--format", "json")
+    assert err.returncode == 1, err.stderr
+    [report] = json.loads(err.stdout)
+    assert [(f["code"], f["flow"]) for f in report["findings"]] == [("EL-V002", "broken.f")]
+
+    warn = run_cli(*base, "dated", "--module", str(module))
+    assert warn.returncode == 0, warn.stderr
+    assert "EL-W104" in warn.stdout
+    strict = run_cli(*base, "dated", "--module", str(module), "--strict")
+    assert strict.returncode == 2
+
+    clean = run_cli(*base, "--all", "--strict", "--format", "json")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert all(r["findings"] == [] for r in json.loads(clean.stdout))
+
+    refused = run_cli("--config", str(cfg), "run", "broken", "--module", str(module))
+    assert refused.returncode == 1
+    assert "EL-VALIDATE-001" in refused.stderr
+    assert "EL-V002 broken.f" in refused.stderr
+    assert not (tmp_path / "checkpoints" / "broken").exists()
