@@ -199,8 +199,8 @@ def _print_summary(console: Console, s: DemoSummary, settings: Settings) -> None
         gold = gold.sort_values(["window_start", "total_amount"], ascending=[False, False])
         for row in gold.head(12).itertuples(index=False):
             top.add_row(
-                str(row.window_start),
-                str(row.window_end),
+                f"{row.window_start:%Y-%m-%d %H:%M}",
+                f"{row.window_end:%H:%M}",
                 str(row.category),
                 str(row.order_count),
                 f"{row.total_amount:,.2f}",

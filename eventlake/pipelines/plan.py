@@ -55,9 +55,6 @@ class Plan:
         grouped = [[f for f in chosen if f.level == d] for d in range(depth + 1)]
         return [group for group in grouped if group]
 
-    def get(self, name: str) -> PlannedFlow:
-        return next(f for f in self.flows if f.spec.name == name)
-
 
 def dependency_order(pipeline: Pipeline) -> list[tuple[FlowSpec, int, tuple[str, ...]]]:
     """Flows with their level and upstream flows; EL-PIPELINE-002 on a cycle or two

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from eventlake.errors import ErrorCode, EventlakeError, translate
@@ -69,6 +70,10 @@ def preflight_topics(
         )
 
 
+def _all_ended(queries: list[StreamingQuery]) -> bool:
+    return not any(q.isActive for q in queries)
+
+
 class PipelineRunner:
     def __init__(self, plan: Plan, listener: ProgressListener) -> None:
         self.plan = plan
@@ -116,31 +121,40 @@ class PipelineRunner:
         finite = all(is_finite(f.trigger) for f in self.plan.flows)
         result = RunResult(self.plan.pipeline.name)
         try:
-            if finite:
-                for level in self.plan.levels():
-                    for flow in level:
-                        self._start(flow)
-                    self._wait(
-                        lambda lv=level: all(  # type: ignore[misc]
-                            not self.queries[f.query_name].isActive for f in lv
-                        ),
-                        stop,
-                    )
+            for level in self.plan.levels():
+                started = [self._start(flow) for flow in level]
+                if finite:
+                    self._wait(partial(_all_ended, started), stop)
                     if stop.is_set():
                         break
-            else:
-                for level in self.plan.levels():
-                    for flow in level:
-                        self._start(flow)
+            if not finite:
                 self._wait(lambda: False, stop)
             result.stopped_by_signal = stop.is_set()
         finally:
             self.stop_all(graceful=True)
         self._check()
-        # Let the listener drain the last progress events before reading totals.
-        time.sleep(POLL_SECONDS)
+        self._await_listener()
         result.flows = self.listener.snapshot()
         return result
+
+    def _await_listener(self, timeout: float = 10.0) -> None:
+        """Progress events reach the listener asynchronously: wait for each query's last."""
+        last = {
+            name: int(q.lastProgress["batchId"])
+            for name, q in self.queries.items()
+            if q.lastProgress is not None
+        }
+
+        def drained() -> bool:
+            totals = self.listener.snapshot()
+            return all(
+                name in totals and (totals[name].last_batch_id or -1) >= batch
+                for name, batch in last.items()
+            )
+
+        deadline = time.monotonic() + timeout
+        while not drained() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _wait(self, done: Callable[[], bool], stop: threading.Event) -> None:
         while not stop.is_set():
