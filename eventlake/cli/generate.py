@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -16,19 +17,20 @@ from eventlake.kafka import create_topic
 generate_app = typer.Typer(help="Produce generated events to Kafka.", no_args_is_help=True)
 
 
-def parse_duration(text: str) -> float:
-    """Seconds from '15m', '90s', '2h' or '15 minutes'."""
-    from eventlake.triggers import _INTERVAL
+_SECONDS_PER_UNIT = {
+    **dict.fromkeys(("ms", "millisecond", "milliseconds"), 0.001),
+    **dict.fromkeys(("s", "second", "seconds"), 1.0),
+    **dict.fromkeys(("m", "minute", "minutes"), 60.0),
+    **dict.fromkeys(("h", "hour", "hours"), 3600.0),
+}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$")
 
-    units = {"s": 1, "m": 60, "h": 3600}
-    t = text.strip().lower().replace("hours", "h").replace("hour", "h")
-    match = _INTERVAL.match(t) if not t.endswith("h") else None
-    if t.endswith("h") and t[:-1].strip().replace(".", "", 1).isdigit():
-        return float(t[:-1]) * 3600
-    if match:
-        unit = match.group(2)
-        factor = 0.001 if unit.startswith("ms") or unit.startswith("milli") else units[unit[0]]
-        return float(match.group(1)) * factor
+
+def parse_duration(text: str) -> float:
+    """Seconds from '15m', '90s', '2h', '500ms' or '15 minutes'."""
+    match = _DURATION.match(text.lower())
+    if match and match.group(2) in _SECONDS_PER_UNIT:
+        return float(match.group(1)) * _SECONDS_PER_UNIT[match.group(2)]
     raise EventlakeError(
         ErrorCode.CONFIG_INVALID_VALUE,
         f"duration '{text}' is not understood.",

@@ -123,7 +123,7 @@ def validate(
     names = registry.names() if all_pipelines else [str(pipeline_name)]
     pipelines = [registry.get(n) for n in names]
     for p in pipelines:
-        _offline_contexts(p, settings)
+        p.parse_params(settings.pipelines.get(p.name))  # config errors before Spark starts
     spark = get_spark(settings)
     console = Console()
     reports = []

@@ -28,3 +28,22 @@ def test_unknown_trigger_says_what_is_accepted() -> None:
         parse_trigger("sometimes")
     assert info.value.code == ErrorCode.CONFIG_INVALID_VALUE
     assert "available-now" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("15m", 900), ("90s", 90), ("2h", 7200), ("1.5 hours", 5400), ("15 minutes", 900),
+     ("500ms", 0.5), ("250 milliseconds", 0.25), ("1 hour", 3600)],
+)  # fmt: skip
+def test_generator_durations(text: str, seconds: float) -> None:
+    from eventlake.cli.generate import parse_duration
+
+    assert parse_duration(text) == seconds
+
+
+def test_unknown_duration_is_an_error() -> None:
+    from eventlake.cli.generate import parse_duration
+
+    with pytest.raises(EventlakeError) as info:
+        parse_duration("soon")
+    assert info.value.code == ErrorCode.CONFIG_INVALID_VALUE
