@@ -7,6 +7,7 @@ and ``spark.conf`` entries are applied last, over eventlake's own choices.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from importlib import resources
 from pathlib import Path
@@ -79,6 +80,9 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
         if active is not None:
             return active
         _check_java()
+        # Python UDFs and transformWithState run in worker processes started from
+        # PYSPARK_PYTHON, "python3" on PATH by default: not this environment's packages.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder
         for key, value in spark_conf(settings.spark).items():
             builder = builder.config(key, value)

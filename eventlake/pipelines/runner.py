@@ -14,15 +14,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from eventlake.checkpoints import CheckpointLog
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.kafka.admin import list_topics
 from eventlake.monitoring import FlowTotals, ProgressListener
 from eventlake.pipelines.api import Pipeline
 from eventlake.pipelines.context import FlowContext
 from eventlake.pipelines.plan import Plan, PlannedFlow
-from eventlake.triggers import AVAILABLE_NOW, ONCE
+from eventlake.triggers import AVAILABLE_NOW, CONTINUOUS, ONCE
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
@@ -133,9 +134,38 @@ class PipelineRunner:
         finally:
             self.stop_all(graceful=True)
         self._check()
+        self._finish_in_flight()
         self._await_listener()
         result.flows = self.listener.snapshot()
         return result
+
+    def _finish_in_flight(self, timeout: int = 300) -> None:
+        """Re-run, once, each batch a stop cut short, so every flow ends on a commit.
+
+        The re-run takes exactly the batch's logged offsets (Spark replays an uncommitted
+        batch before planning a new one) and the sinks are idempotent per batch, so this
+        is the same batch the next start would replay, done now instead.
+        """
+        for flow in self.plan.flows:
+            if flow.query_name not in self.queries or flow.trigger == CONTINUOUS:
+                continue
+            if CheckpointLog(flow.checkpoint).in_flight is None:
+                continue
+            query = flow.sink.start(
+                flow.df,
+                query_name=flow.query_name,
+                checkpoint=flow.checkpoint,
+                trigger=ONCE,
+                output_mode=flow.spec.output_mode,
+            )
+            self.queries[flow.query_name] = query
+            try:
+                ended = query.awaitTermination(int(timeout))
+            except Exception:  # a failure: _check reports it translated
+                ended = True
+            if not ended:
+                query.stop()
+            self._check()
 
     def _await_listener(self, timeout: float = 10.0) -> None:
         """Progress events reach the listener asynchronously: wait for each query's last."""
@@ -163,18 +193,66 @@ class PipelineRunner:
                 return
             stop.wait(POLL_SECONDS)
 
-    def stop_all(self, *, graceful: bool = False, timeout: float = 60.0) -> None:
-        """Stop every query; graceful waits (bounded) for each to be between batches."""
-        for query in self.queries.values():
-            if not query.isActive:
-                continue
-            if graceful:
-                deadline = time.monotonic() + timeout
-                while query.isActive and query.status.get("isTriggerActive"):
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(0.05)
-            query.stop()
+    def stop_all(self, *, graceful: bool = False) -> None:
+        stop_queries(list(self.queries.values()), graceful=graceful)
+
+
+def stop_queries(
+    queries: list[StreamingQuery], *, graceful: bool = False, timeout: float = 60.0
+) -> None:
+    """Stop ``queries``; graceful lets each finish the batch it is running first."""
+    active = [q for q in queries if q.isActive]
+    if graceful:
+        # Mark them all first so they end together, each at its own batch boundary.
+        threads = [(q, _end_after_current_batch(q)) for q in active]
+        deadline = time.monotonic() + timeout
+        for query, thread in threads:
+            _await_between_batches(query, thread, deadline)
+    for query in active:
+        query.stop()  # a no-op for a query that has already ended
+
+
+def _end_after_current_batch(query: StreamingQuery) -> Any | None:
+    """Let a micro-batch query finish its running batch and start no other.
+
+    Spark's ``stop()`` interrupts the running batch, leaving its offsets logged and its
+    commit missing (replayed on restart: correct, but not a clean stop). The query thread
+    checks its state before each trigger, so setting that state to TERMINATED ends the
+    loop at the next batch boundary. Spark has no public API for it: this returns the
+    query's JVM thread, to wait on, or None when the internals differ (a continuous query,
+    another Spark version) and the caller falls back to waiting for an idle moment.
+    """
+    try:
+        execution = query._jsq.streamingQuery()
+        cls = execution.getClass()
+        if cls.getSimpleName() != "MicroBatchExecution":
+            return None
+        thread = execution.queryExecutionThread()
+        terminated_class = cls.forName(f"{cls.getPackage().getName()}.TERMINATED$")
+        execution.state().set(terminated_class.getField("MODULE$").get(None))
+        return thread
+    except Exception:  # any py4j or reflection failure: use the fallback
+        return None
+
+
+def _await_between_batches(query: StreamingQuery, thread: Any | None, deadline: float) -> None:
+    """Wait (bounded) until ``query`` has ended or sits idle between two triggers.
+
+    A marked query reports ``isActive`` False at once while its batch still runs, so its
+    end is read from its thread instead.
+    """
+    while time.monotonic() < deadline:
+        if not (query.isActive if thread is None else thread.isAlive()):
+            return
+        if not query.status.get("isTriggerActive"):
+            if thread is None:
+                return
+            # A trigger that passed its state check just before the mark sets
+            # isTriggerActive right after: look twice before calling it idle.
+            time.sleep(0.2)
+            if not query.status.get("isTriggerActive"):
+                return
+        time.sleep(0.05)
 
 
 def run_plan(
