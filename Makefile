@@ -12,7 +12,7 @@ VENV_STAMP := $(VENV)/.eventlake-installed
 SPARK_JARS_STAMP := $(JARS)/spark/.resolved
 BROKER_JARS_STAMP := $(JARS)/kafka-broker/.resolved
 
-.PHONY: all install jars demo test unit integration lint bench clean distclean
+.PHONY: all install jars postgres demo test unit integration lint bench clean distclean
 
 all: test
 
@@ -37,7 +37,11 @@ $(BROKER_JARS_STAMP): jvm/kafka-broker/pom.xml
 	$(MVN) -f jvm/kafka-broker/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/kafka-broker)
 	touch $@
 
-demo: install jars
+# Debian's PostgreSQL server binaries (apt-get, only when none is installed).
+postgres:
+	bash scripts/ensure-postgres.sh
+
+demo: install jars postgres
 	$(BIN)/eventlake demo
 
 lint: install
@@ -45,13 +49,13 @@ lint: install
 	$(BIN)/ruff format --check eventlake tests bench
 	$(BIN)/mypy
 
-test: install jars lint
+test: install jars postgres lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 unit: install jars
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
-integration: install jars
+integration: install jars postgres
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
 bench: install jars

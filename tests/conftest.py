@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from eventlake.config import Settings, SparkSettings
+from eventlake.config import PostgresSettings, Settings, SparkSettings
 from eventlake.kafka import EmbeddedKafkaBroker, create_topic
+from eventlake.postgres import EmbeddedPostgres
 from eventlake.session import get_spark
 from eventlake.testing import free_port, unique_name
 
@@ -50,6 +51,25 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session = get_spark(settings)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresSettings]:
+    """A real PostgreSQL server (Debian's package) on a free port, for the whole run."""
+    import os
+    import secrets
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="eventlake-pg-"))
+    folder.chmod(0o755)  # the postgres user (when tests run as root) must reach it
+    password = secrets.token_urlsafe(16)
+    settings = PostgresSettings(port=free_port(), password=password)
+    server = EmbeddedPostgres(settings, folder / "data")
+    server.start()
+    # Subprocess configs read it as ${EVENTLAKE_TEST_PG_PASSWORD}: never written to a file.
+    os.environ["EVENTLAKE_TEST_PG_PASSWORD"] = password
+    yield settings
+    server.remove()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from eventlake.config.model import (
     CheckpointSettings,
     KafkaSettings,
     LakeSettings,
+    PostgresSettings,
     Settings,
     SparkSettings,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "CheckpointSettings",
     "KafkaSettings",
     "LakeSettings",
+    "PostgresSettings",
     "Settings",
     "SparkSettings",
     "apply_override",

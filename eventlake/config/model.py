@@ -81,6 +81,38 @@ class SparkSettings(_Section):
         }
 
 
+class PostgresSettings(_Section):
+    """A PostgreSQL server for the PostgreSQL sink (the embedded one by default)."""
+
+    host: str = "127.0.0.1"
+    port: int = 55432
+    database: str = "eventlake"
+    user: str = "eventlake"
+    password: SecretStr | None = None
+    schema_name: str = Field(default="public", alias="schema")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def jdbc_url(self) -> str:
+        return f"jdbc:postgresql://{self.host}:{self.port}/{self.database}"
+
+    def jdbc_options(self) -> dict[str, str]:
+        """Options for Spark's JDBC writer (the password is redacted from Spark's plans)."""
+        opts = {"url": self.jdbc_url(), "user": self.user, "driver": "org.postgresql.Driver"}
+        if self.password is not None:
+            opts["password"] = self.password.get_secret_value()
+        return opts
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``psycopg.connect``."""
+        kwargs: dict[str, Any] = {
+            "host": self.host, "port": self.port, "dbname": self.database, "user": self.user,
+        }  # fmt: skip
+        if self.password is not None:
+            kwargs["password"] = self.password.get_secret_value()
+        return kwargs
+
+
 class Settings(_Section):
     #: Marks a production config: warnings about local or temporary storage apply.
     production: bool = False
@@ -88,4 +120,5 @@ class Settings(_Section):
     lake: LakeSettings = Field(default_factory=LakeSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     pipelines: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from eventlake.generator.base import GeneratedRecord, paced, send
+from eventlake.generator.cdc import CdcConfig, CdcGenerator, cdc_records
 from eventlake.generator.orders import (
     CATEGORIES,
     REGIONS,
@@ -15,9 +16,12 @@ from eventlake.generator.orders import (
 __all__ = [
     "CATEGORIES",
     "REGIONS",
+    "CdcConfig",
+    "CdcGenerator",
     "GeneratedRecord",
     "OrdersConfig",
     "OrdersGenerator",
+    "cdc_records",
     "generate_orders",
     "order_records",
     "paced",

@@ -61,22 +61,20 @@ def dependency_order(pipeline: Pipeline) -> list[tuple[FlowSpec, int, tuple[str,
     writers of one table."""
     writers: dict[tuple[str, str], str] = {}
     for spec in pipeline.flows.values():
-        table = spec.sink.table()
-        if table is None:
-            continue
-        if table in writers:
-            raise EventlakeError(
-                ErrorCode.PIPELINE_INVALID,
-                f"flows '{writers[table]}' and '{spec.name}' of pipeline '{pipeline.name}' "
-                f"both write table {table[0]}/{table[1]}.",
-                expected="one writing flow per table",
-                fix="write to separate tables, or union the inputs in one flow",
-            )
-        writers[table] = spec.name
+        for table in spec.sink.tables():
+            if table in writers:
+                raise EventlakeError(
+                    ErrorCode.PIPELINE_INVALID,
+                    f"flows '{writers[table]}' and '{spec.name}' of pipeline "
+                    f"'{pipeline.name}' both write table {table[0]}/{table[1]}.",
+                    expected="one writing flow per table",
+                    fix="write to separate tables, or union the inputs in one flow",
+                )
+            writers[table] = spec.name
     upstream: dict[str, tuple[str, ...]] = {}
     for spec in pipeline.flows.values():
-        table = spec.source.table()
-        writer = writers.get(table) if table else None
+        source_table = spec.source.table()
+        writer = writers.get(source_table) if source_table else None
         upstream[spec.name] = (writer,) if writer and writer != spec.name else ()
     levels: dict[str, int] = {}
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from eventlake.reference import orders
+from eventlake.reference import orders, users
 
-__all__ = ["orders"]
+__all__ = ["orders", "users"]

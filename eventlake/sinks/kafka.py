@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 
 from eventlake.config import KafkaSettings
 from eventlake.sinks.base import Sink
+from eventlake.sinks.batch import BatchContext, BatchWriter, Prepare
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
@@ -33,3 +35,24 @@ class KafkaSink(Sink):
         if self.topic:
             writer = writer.option("topic", self.topic)
         return writer.start()
+
+
+@dataclass(frozen=True)
+class KafkaBatchWrite(BatchWriter):
+    """Write the batch's ``key``/``value`` rows to ``topic`` (a batch writer for fan-outs).
+
+    Delivery guarantee: at-least-once. Kafka has no way to tie the records to the batch
+    id: a batch replayed after a crash (or retried after another writer of the fan-out
+    failed) is sent again. No key is lost; consumers de-duplicate by key.
+    """
+
+    kafka: KafkaSettings
+    topic: str
+    name: str = "kafka"
+    prepare: Prepare | None = None
+
+    def write(self, df: DataFrame, batch: BatchContext) -> None:
+        rows = self.source(df, batch)
+        rows.write.format("kafka").options(**self.kafka.spark_options()).option(
+            "topic", self.topic
+        ).save()

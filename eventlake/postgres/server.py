@@ -1,0 +1,175 @@
+"""A local PostgreSQL server (Debian's ``postgresql`` package) on a data folder of ours.
+
+``start`` creates the cluster on first use (``initdb`` with password authentication for
+the configured user), starts it on 127.0.0.1 with ``pg_ctl`` and creates the database.
+PostgreSQL refuses to run as root, so as root every server command runs as the
+``postgres`` system user, which then owns the data folder. The password is passed to
+``initdb`` in a private file, never on a command line, and never printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from eventlake.config.model import PostgresSettings
+from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.paths import state_dir
+
+INSTALL_FIX = "run `make postgres` (installs Debian's postgresql package with apt-get)"
+
+
+def find_bin_dir() -> Path:
+    """The newest ``/usr/lib/postgresql/<version>/bin`` holding ``initdb`` and ``pg_ctl``."""
+    candidates = sorted(
+        (p for p in Path("/usr/lib/postgresql").glob("*/bin") if (p / "pg_ctl").exists()),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    )
+    if not candidates:
+        raise EventlakeError(
+            ErrorCode.POSTGRES_MISSING,
+            "No PostgreSQL server is installed (no /usr/lib/postgresql/*/bin/pg_ctl).",
+            expected="Debian's postgresql package",
+            fix=INSTALL_FIX,
+        )
+    return candidates[-1]
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _reachable_by_others(path: Path) -> bool:
+    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents] if p.exists())
+
+
+@dataclass
+class EmbeddedPostgres:
+    settings: PostgresSettings
+    data_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        folder = self.data_dir or state_dir() / "postgres" / str(self.settings.port)
+        folder = folder.resolve()
+        if _as_root() and not _reachable_by_others(folder if folder.exists() else folder.parent):
+            # The postgres user must reach its data folder: use one in /tmp instead.
+            digest = hashlib.sha1(str(folder).encode()).hexdigest()[:10]
+            folder = Path(tempfile.gettempdir()) / f"eventlake-postgres-{digest}"
+        self.data_dir = folder
+
+    @property
+    def cluster(self) -> Path:
+        assert self.data_dir is not None
+        return self.data_dir / "cluster"
+
+    @property
+    def log_file(self) -> Path:
+        assert self.data_dir is not None
+        return self.data_dir / "postgres.log"
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [str(find_bin_dir() / args[0]), *args[1:]]
+        if _as_root():
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, check=check)
+
+    def _own(self, path: Path) -> None:
+        if _as_root():
+            shutil.chown(path, "postgres", "postgres")
+
+    def _init(self) -> None:
+        assert self.data_dir is not None
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._own(self.data_dir)
+        password = self.settings.password
+        if password is None:
+            raise EventlakeError(
+                ErrorCode.CONFIG_INVALID_VALUE,
+                "postgres.password is not set, so the embedded server cannot create its user.",
+                expected="a password in config or the environment",
+                fix="set postgres.password (e.g. `${EVENTLAKE_POSTGRES_PASSWORD}` in the YAML)",
+            )
+        with tempfile.NamedTemporaryFile("w", dir=self.data_dir, delete=False) as pwfile:
+            pwfile.write(password.get_secret_value() + "\n")
+        secret = Path(pwfile.name)
+        try:
+            os.chmod(secret, 0o600)
+            self._own(secret)
+            result = self._run(
+                "initdb", "-D", str(self.cluster), "-U", self.settings.user,
+                f"--pwfile={secret}", "--auth-local=scram-sha-256",
+                "--auth-host=scram-sha-256", "--encoding=UTF8", "--no-sync", check=False,
+            )  # fmt: skip
+        finally:
+            secret.unlink(missing_ok=True)
+        if result.returncode != 0:
+            raise EventlakeError(
+                ErrorCode.POSTGRES_START_FAILED,
+                f"initdb failed for {self.cluster}: {result.stderr.strip()[-500:]}",
+                fix=f"remove {self.data_dir} if it holds a broken cluster, then start again",
+            )
+
+    def is_running(self) -> bool:
+        if not (self.cluster / "PG_VERSION").exists():
+            return False
+        return self._run("pg_ctl", "-D", str(self.cluster), "status", check=False).returncode == 0
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start the server (creating the cluster and database on first use); idempotent."""
+        if not (self.cluster / "PG_VERSION").exists():
+            self._init()
+        if not self.is_running():
+            options = (
+                f"-c port={self.settings.port} -c listen_addresses={self.settings.host} "
+                f"-c unix_socket_directories={self.cluster} -c fsync=off"
+            )
+            result = self._run(
+                "pg_ctl", "-D", str(self.cluster), "-l", str(self.log_file), "-o", options,
+                "-w", "-t", str(int(timeout)), "start", check=False,
+            )  # fmt: skip
+            if result.returncode != 0:
+                tail = self.log_file.read_text()[-800:] if self.log_file.exists() else ""
+                raise EventlakeError(
+                    ErrorCode.POSTGRES_START_FAILED,
+                    f"PostgreSQL did not start on port {self.settings.port}: "
+                    f"{result.stderr.strip()} {tail}",
+                    fix="free the port (postgres.port) or look at " + str(self.log_file),
+                )
+        self._create_database(timeout)
+
+    def _create_database(self, timeout: float) -> None:
+        import psycopg
+
+        admin = {**self.settings.connect_kwargs(), "dbname": "postgres"}
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with psycopg.connect(**admin, autocommit=True, connect_timeout=5) as conn:
+                    found = conn.execute(
+                        "SELECT 1 FROM pg_database WHERE datname = %s", (self.settings.database,)
+                    ).fetchone()
+                    if not found:
+                        conn.execute(f'CREATE DATABASE "{self.settings.database}"')
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown); safe when it is not running."""
+        if self.is_running():
+            self._run("pg_ctl", "-D", str(self.cluster), "-m", "fast", "-w", "stop", check=False)
+
+    def remove(self) -> None:
+        self.stop()
+        if self.data_dir is not None:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(self.data_dir)

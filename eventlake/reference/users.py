@@ -1,0 +1,299 @@
+"""The users CDC pipeline: Debezium change events -> bronze -> SCD1, SCD2, PostgreSQL, Kafka.
+
+Input: Debezium-shaped JSON change events of a ``users`` table, keyed by ``user_id``
+(see ``eventlake.generator.cdc``).
+
+- ``bronze``: every Kafka record as received, with the change parsed: ``op``,
+  ``user_id``, ``source_ts_ms``, the row's fields, ``is_tombstone`` and ``reason`` (null
+  when valid) (bronze/users_cdc).
+- ``silver``: one fan-out flow. For each batch it writes
+  - ``silver/users_quarantine``: malformed change events, raw value and reason;
+  - ``silver/users_history`` (SCD type 2): every version with ``valid_from``,
+    ``valid_to`` (null while current) and ``is_current``; a delete closes the version;
+  - ``silver/users`` (SCD type 1): the latest state per ``user_id``; deletes remove it;
+  - the PostgreSQL table ``pipelines.users.postgres_table``: the same latest state;
+  - the Kafka topic ``pipelines.users.state_topic``: the new state of each changed
+    user as JSON (a tombstone for a delete), at-least-once.
+
+Order: a change is placed by ``source.ts_ms`` (the database commit time), ties broken by
+Kafka offset (all changes of a user share a partition, as Debezium keys them). Events
+arrive out of order and twice, so each batch recomputes the affected users from all of
+their changes in bronze: a late event lands in the right place in the history and never
+overwrites a newer state, and a duplicate changes nothing. Tombstones are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from eventlake.pipelines import (
+    DeltaInput,
+    DeltaOutput,
+    FanOut,
+    KafkaInput,
+    MergeDelta,
+    Pipeline,
+    ToDelta,
+    ToKafka,
+    ToPostgres,
+)
+from eventlake.pipelines.api import PipelineParams
+from eventlake.sources import kafka_records
+from eventlake.transforms import first_failure, parse_json
+from eventlake.transforms.parsing import CORRUPT, INVALID_JSON
+
+if TYPE_CHECKING:
+    from delta.tables import DeltaMergeBuilder, DeltaTable
+    from pyspark.sql import Column, DataFrame
+
+    from eventlake.pipelines import FlowContext
+    from eventlake.sinks import BatchContext
+
+
+class UsersParams(PipelineParams):
+    topic: str | None = "users_cdc"
+    postgres_table: str = "users"
+    state_topic: str = "users_state"
+
+
+users = Pipeline(
+    "users",
+    params=UsersParams,
+    description="Debezium users CDC -> bronze -> SCD1 + SCD2 (Delta), PostgreSQL, Kafka",
+)
+
+ROW = "user_id STRING, name STRING, email STRING, country STRING, tier STRING"
+CHANGE = f"before STRUCT<{ROW}>, after STRUCT<{ROW}>, op STRING, source STRUCT<ts_ms STRING>"
+FIELDS = ("name", "email", "country", "tier")
+
+INVALID_OP = "invalid_op"
+MISSING_AFTER = "missing_after"
+MISSING_BEFORE = "missing_before"
+MISSING_USER_ID = "missing_user_id"
+MISSING_SOURCE_TS = "missing_source_ts"
+REASONS = (
+    INVALID_JSON,
+    INVALID_OP,
+    MISSING_AFTER,
+    MISSING_BEFORE,
+    MISSING_USER_ID,
+    MISSING_SOURCE_TS,
+)
+
+USERS_DDL = (
+    "user_id BIGINT, name STRING, email STRING, country STRING, tier STRING, "
+    "updated_at TIMESTAMP, source_ts_ms BIGINT, source_offset BIGINT"
+)
+HISTORY_DDL = (
+    "user_id BIGINT, name STRING, email STRING, country STRING, tier STRING, "
+    "valid_from TIMESTAMP, valid_to TIMESTAMP, is_current BOOLEAN, "
+    "source_ts_ms BIGINT, source_offset BIGINT"
+)
+QUARANTINE_DDL = (
+    "key STRING, value STRING, topic STRING, partition INT, offset BIGINT, "
+    "kafka_timestamp TIMESTAMP, reason STRING, quarantined_at TIMESTAMP"
+)
+
+
+def parse_changes(records: DataFrame) -> DataFrame:
+    """Kafka records (bronze shape) with the change parsed and checked."""
+    from pyspark.sql import functions as F
+
+    parsed = parse_json(records, CHANGE)
+    d = F.col("data")
+    op = d["op"]
+    image = F.when(op == "d", d["before"]).otherwise(d["after"])
+    user_id = F.expr(
+        "try_cast(CASE WHEN data.op = 'd' THEN data.before.user_id "
+        "ELSE data.after.user_id END AS BIGINT)"
+    )
+    source_ts = F.expr("try_cast(data.source.ts_ms AS BIGINT)")
+    tombstone = F.col("value").isNull()
+    reason = first_failure(
+        [
+            (INVALID_JSON, d.isNull() | d[CORRUPT].isNotNull()),
+            (INVALID_OP, ~F.coalesce(op.isin("c", "u", "d", "r"), F.lit(False))),
+            (MISSING_AFTER, (op != "d") & d["after"].isNull()),
+            (MISSING_BEFORE, (op == "d") & d["before"].isNull()),
+            (MISSING_USER_ID, user_id.isNull()),
+            (MISSING_SOURCE_TS, source_ts.isNull()),
+        ]
+    )
+    return parsed.select(
+        *records.columns,
+        tombstone.alias("is_tombstone"),
+        F.when(tombstone, F.lit(None)).otherwise(reason).alias("reason"),
+        op.alias("op"),
+        user_id.alias("user_id"),
+        source_ts.alias("source_ts_ms"),
+        *(image[f].alias(f) for f in FIELDS),
+    )
+
+
+@users.flow(source=KafkaInput(), sink=DeltaOutput("bronze", "users_cdc"))
+def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Every Kafka record as received, with the change parsed and checked."""
+    return parse_changes(kafka_records(df))
+
+
+def _valid(df: DataFrame) -> Column:
+    from pyspark.sql import functions as F
+
+    return ~F.col("is_tombstone") & F.col("reason").isNull()
+
+
+_EVENTS: dict[str, tuple[tuple[str, int], DataFrame]] = {}
+
+
+def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
+    """Every valid change in bronze of the users this batch touches, one per instant.
+
+    Several changes of one user at the same ``source_ts_ms`` collapse to the one with the
+    highest offset. Computed once per batch and shared by the batch's writers.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    key = (batch.stream_id, batch.batch_id)
+    cached = _EVENTS.get(batch.flow)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if cached is not None:
+        cached[1].unpersist()
+    touched = batch_df.where(_valid(batch_df)).select("user_id").distinct()
+    spark = batch_df.sparkSession
+    bronze_table = spark.read.format("delta").load(str(ctx.table_path("bronze", "users_cdc")))
+    events = bronze_table.where(_valid(bronze_table)).join(F.broadcast(touched), "user_id")
+    instant = Window.partitionBy("user_id", "source_ts_ms").orderBy(F.col("offset").desc())
+    latest_at_instant = (
+        events.withColumn("_rank", F.row_number().over(instant))
+        .where("_rank = 1")
+        .select("user_id", "op", "source_ts_ms", F.col("offset").alias("source_offset"), *FIELDS)
+        .persist()
+    )
+    _EVENTS[batch.flow] = (key, latest_at_instant)
+    return latest_at_instant
+
+
+def latest_state(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
+    """Per touched user: the latest change, with ``_deleted`` when it is a delete."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    events = changes_of_batch_users(ctx, batch_df, batch)
+    newest = Window.partitionBy("user_id").orderBy(F.col("source_ts_ms").desc())
+    return (
+        events.withColumn("_rank", F.row_number().over(newest))
+        .where("_rank = 1")
+        .select(
+            "user_id",
+            *FIELDS,
+            F.timestamp_millis("source_ts_ms").alias("updated_at"),
+            "source_ts_ms",
+            "source_offset",
+            (F.col("op") == "d").alias("_deleted"),
+        )
+    )
+
+
+def history(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
+    """Per touched user: every version (one per non-delete instant), and instants whose
+    winning change is a delete (``_delete``: such a version must not exist)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    events = changes_of_batch_users(ctx, batch_df, batch)
+    following = Window.partitionBy("user_id").orderBy("source_ts_ms")
+    next_ts = F.lead("source_ts_ms").over(following)
+    return events.select(
+        "user_id",
+        *FIELDS,
+        F.timestamp_millis("source_ts_ms").alias("valid_from"),
+        F.timestamp_millis(next_ts).alias("valid_to"),
+        next_ts.isNull().alias("is_current"),
+        "source_ts_ms",
+        "source_offset",
+        (F.col("op") == "d").alias("_delete"),
+    )
+
+
+def merge_history(target: DeltaTable, source: DataFrame, batch: BatchContext) -> DeltaMergeBuilder:
+    columns = [c for c in source.columns if c != "_delete"]
+    changed = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in columns)
+    return (
+        target.alias("t")
+        .merge(source.alias("s"), "t.user_id = s.user_id AND t.valid_from = s.valid_from")
+        .whenMatchedDelete(condition="s._delete")
+        .whenMatchedUpdate(
+            condition=f"NOT s._delete AND ({changed})", set={c: f"s.{c}" for c in columns}
+        )
+        .whenNotMatchedInsert(condition="NOT s._delete", values={c: f"s.{c}" for c in columns})
+    )
+
+
+NEWER = (
+    "(s.source_ts_ms > t.source_ts_ms OR "
+    "(s.source_ts_ms = t.source_ts_ms AND s.source_offset > t.source_offset))"
+)
+
+
+def merge_latest(target: DeltaTable, source: DataFrame, batch: BatchContext) -> DeltaMergeBuilder:
+    columns = [c for c in source.columns if c != "_deleted"]
+    return (
+        target.alias("t")
+        .merge(source.alias("s"), "t.user_id = s.user_id")
+        .whenMatchedDelete(condition=f"s._deleted AND {NEWER}")
+        .whenMatchedUpdate(
+            condition=f"NOT s._deleted AND {NEWER}", set={c: f"s.{c}" for c in columns}
+        )
+        .whenNotMatchedInsert(condition="NOT s._deleted", values={c: f"s.{c}" for c in columns})
+    )
+
+
+def quarantined(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return batch_df.where(F.col("reason").isNotNull()).select(
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "kafka_timestamp",
+        "reason",
+        F.current_timestamp().alias("quarantined_at"),
+    )
+
+
+def state_records(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
+    """The new state of each touched user as a Kafka record; a tombstone for a delete."""
+    from pyspark.sql import functions as F
+
+    state = latest_state(ctx, batch_df, batch)
+    value = F.to_json(F.struct("user_id", *FIELDS, "updated_at"))
+    return state.select(
+        F.col("user_id").cast("string").alias("key"),
+        F.when(F.col("_deleted"), F.lit(None).cast("string")).otherwise(value).alias("value"),
+    )
+
+
+@users.flow(
+    source=DeltaInput("bronze", "users_cdc"),
+    sink=FanOut(
+        ToDelta("silver", "users_quarantine", prepare=quarantined, schema=QUARANTINE_DDL),
+        MergeDelta("silver", "users_history", merge_history, HISTORY_DDL, prepare=history),
+        MergeDelta("silver", "users", merge_latest, USERS_DDL, prepare=latest_state),
+        ToPostgres(
+            "postgres_table",
+            key=("user_id",),
+            order_by=("source_ts_ms", "source_offset"),
+            delete_flag="_deleted",
+            prepare=latest_state,
+        ),
+        ToKafka("state_topic", prepare=state_records),
+    ),
+    description="fan-out: Delta exactly-once, PostgreSQL exactly-once, Kafka at-least-once",
+)
+def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """The bronze changes; the fan-out's targets turn each batch into their rows."""
+    return df

@@ -1,0 +1,200 @@
+"""PostgreSQL upsert writer: staging table + one transaction + a commit table."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from eventlake.config.model import PostgresSettings
+from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.sinks.batch import BatchContext, BatchWriter, Prepare
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+COMMIT_TABLE = "eventlake_commits"
+
+
+@dataclass(frozen=True)
+class PostgresUpsert(BatchWriter):
+    """Upsert each batch into ``table`` keyed by ``key``, exactly-once.
+
+    Delivery guarantee: exactly-once. The batch first goes to a staging table through
+    Spark's JDBC writer (nothing visible yet). Then one PostgreSQL transaction records
+    ``(flow, writer, stream, batch id)`` in ``eventlake_commits``, applies the staged
+    rows to the target and drops the staging table. It commits all of that or nothing; a
+    replayed batch finds its row in the commit table and is skipped.
+
+    Rows apply with ``INSERT ... ON CONFLICT (key) DO UPDATE``; with ``order_by`` an
+    incoming row only replaces a stored one that sorts strictly before it (an older event
+    never overwrites a newer row). Rows whose ``delete_flag`` column is true delete the
+    stored row instead (under the same guard); that column is not stored. The target is
+    created on first use from the batch's columns, with ``key`` as its primary key. The
+    batch must hold at most one row per key.
+    """
+
+    settings: PostgresSettings
+    table: str
+    key: tuple[str, ...]
+    order_by: tuple[str, ...] = ()
+    delete_flag: str | None = None
+    name: str = "postgres"
+    prepare: Prepare | None = None
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        try:
+            return psycopg.connect(**self.settings.connect_kwargs(), connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            # psycopg's message names host, port and user, never the password.
+            raise EventlakeError(
+                ErrorCode.POSTGRES_UNREACHABLE,
+                f"cannot connect to PostgreSQL at {self.settings.host}:{self.settings.port} "
+                f"as {self.settings.user}: {str(exc).strip()}",
+                expected="a running server accepting the configured user and password",
+                fix="start it (`eventlake postgres start`) or fix the postgres.* settings",
+            ) from exc
+
+    def _committed(self, conn: Any, batch: BatchContext) -> bool:
+        from psycopg import sql
+
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (flow TEXT NOT NULL, stream_id TEXT NOT NULL, "
+                "batch_id BIGINT NOT NULL, committed_at TIMESTAMPTZ NOT NULL DEFAULT now(), "
+                "PRIMARY KEY (flow, stream_id, batch_id))"
+            ).format(self._ident(COMMIT_TABLE))
+        )
+        found = conn.execute(
+            sql.SQL("SELECT 1 FROM {} WHERE flow = %s AND stream_id = %s AND batch_id = %s")
+            .format(self._ident(COMMIT_TABLE)),
+            (self._flow(batch), batch.stream_id, batch.batch_id),
+        ).fetchone()  # fmt: skip
+        return found is not None
+
+    def _flow(self, batch: BatchContext) -> str:
+        return f"{batch.flow}/{self.name}"
+
+    def _ident(self, name: str) -> Any:
+        from psycopg import sql
+
+        return sql.Identifier(self.settings.schema_name, name)
+
+    def _stage_name(self, batch: BatchContext) -> str:
+        digest = hashlib.sha1(batch.app_id(self.name).encode()).hexdigest()[:12]
+        return f"eventlake_stage_{digest}_{batch.batch_id}"
+
+    def write(self, df: DataFrame, batch: BatchContext) -> None:
+        df = self.source(df, batch)
+        with self._connect() as conn:
+            conn.autocommit = True
+            if self._committed(conn, batch):
+                return
+        stage = self._stage_name(batch)
+        (
+            df.write.format("jdbc")
+            .options(**self.settings.jdbc_options())
+            .option("dbtable", f'"{self.settings.schema_name}"."{stage}"')
+            .mode("overwrite")
+            .save()
+        )
+        columns = [c for c in df.columns if c != self.delete_flag]
+        with self._connect() as conn, conn.transaction():
+            self._apply(conn, batch, stage, columns)
+
+    def _apply(self, conn: Any, batch: BatchContext, stage: str, columns: list[str]) -> None:
+        from psycopg import sql
+
+        done = conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (flow, stream_id, batch_id) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING RETURNING 1"
+            ).format(self._ident(COMMIT_TABLE)),
+            (self._flow(batch), batch.stream_id, batch.batch_id),
+        ).fetchone()
+        staged, target = self._ident(stage), self._ident(self.table)
+        if done is not None:
+            self._create_target(conn, staged, target, columns)
+            self._delete(conn, staged, target)
+            self._upsert(conn, staged, target, columns)
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staged))
+
+    def _create_target(self, conn: Any, staged: Any, target: Any, columns: list[str]) -> None:
+        from psycopg import sql
+
+        exists = conn.execute(
+            "SELECT to_regclass(%s)", (f'"{self.settings.schema_name}"."{self.table}"',)
+        ).fetchone()[0]
+        if exists is not None:
+            return
+        cols = sql.SQL(", ").join(map(sql.Identifier, columns))
+        keys = sql.SQL(", ").join(map(sql.Identifier, self.key))
+        conn.execute(
+            sql.SQL("CREATE TABLE {} AS SELECT {} FROM {} WITH NO DATA").format(
+                target, cols, staged
+            )
+        )
+        conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(target, keys))
+
+    def _newer(self, old: str, new: str, *, strict: bool) -> Any:
+        from psycopg import sql
+
+        if not self.order_by:
+            return sql.SQL("TRUE")
+        row = sql.SQL("({})")
+        left = row.format(sql.SQL(", ").join(sql.Identifier(old, c) for c in self.order_by))
+        right = row.format(sql.SQL(", ").join(sql.Identifier(new, c) for c in self.order_by))
+        return sql.SQL("{} {} {}").format(left, sql.SQL("<" if strict else "<="), right)
+
+    def _delete(self, conn: Any, staged: Any, target: Any) -> None:
+        from psycopg import sql
+
+        if self.delete_flag is None:
+            return
+        same_key = sql.SQL(" AND ").join(
+            sql.SQL("{} = {}").format(sql.Identifier("t", k), sql.Identifier("s", k))
+            for k in self.key
+        )
+        conn.execute(
+            sql.SQL("DELETE FROM {} AS t USING {} AS s WHERE {} AND s.{} AND {}").format(
+                target,
+                staged,
+                same_key,
+                sql.Identifier(self.delete_flag),
+                self._newer("t", "s", strict=False),
+            )
+        )
+
+    def _upsert(self, conn: Any, staged: Any, target: Any, columns: list[str]) -> None:
+        from psycopg import sql
+
+        cols = sql.SQL(", ").join(map(sql.Identifier, columns))
+        keys = sql.SQL(", ").join(map(sql.Identifier, self.key))
+        updates = sql.SQL(", ").join(
+            sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(c), sql.Identifier(c))
+            for c in columns
+            if c not in self.key
+        )
+        where = (
+            sql.SQL("WHERE NOT {}").format(sql.Identifier(self.delete_flag))
+            if self.delete_flag
+            else sql.SQL("")
+        )
+        guard = self._newer(self.table, "excluded", strict=True)
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {target} AS {alias} ({cols}) SELECT {cols} FROM {staged} {where} "
+                "ON CONFLICT ({keys}) DO UPDATE SET {updates} WHERE {guard}"
+            ).format(
+                target=target,
+                alias=sql.Identifier(self.table),
+                cols=cols,
+                staged=staged,
+                where=where,
+                keys=keys,
+                updates=updates,
+                guard=guard,
+            )
+        )
