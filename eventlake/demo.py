@@ -1,10 +1,14 @@
-"""`make demo`: the orders pipeline live on the embedded broker.
+"""`make demo`: the orders pipeline live on the embedded broker, then the users CDC one.
 
 A generator streams orders (with late, out-of-order, duplicate and malformed ones) for
 about a minute while every flow of the pipeline runs on a processing-time trigger with
 live progress. Once the generator is done and the flows have caught up, the run stops
 between batches and a summary of every table is printed. Each demo run starts afresh:
 new topics, and the demo's own lake and checkpoints under ``.eventlake/demo``.
+
+Then the users CDC pipeline runs on generated Debezium change events into the SCD1 and
+SCD2 Delta tables and PostgreSQL (started here from Debian's package), and the demo shows
+that PostgreSQL and ``silver/users`` hold the same state.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from rich.console import Console
@@ -29,6 +34,9 @@ from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.runner import run_plan
 from eventlake.session import get_spark
 from eventlake.validation import check_pipeline, require_valid
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEMO_TRIGGER = "10 seconds"
 
@@ -57,6 +65,13 @@ def _demo_settings(settings: Settings, bootstrap: str, run_id: str) -> Settings:
         "high_value_topic": f"demo-high-value-{run_id}",
         "trigger": DEMO_TRIGGER,
         "max_offsets_per_trigger": 2000,
+    }
+    pipelines["users"] = {
+        **pipelines.get("users", {}),
+        "topic": f"demo-users-cdc-{run_id}",
+        "state_topic": f"demo-users-state-{run_id}",
+        "postgres_table": f"demo_users_{run_id.replace('-', '_')}",
+        "max_offsets_per_trigger": 1000,
     }
     return settings.model_copy(
         update={
@@ -144,12 +159,79 @@ def run_demo(
             listener.close()
             feeder.join(timeout=5)
         _collect(summary, demo, broker.bootstrap_servers, params["high_value_topic"])
+        _print_summary(console, summary, demo)
+        if not stop_requested(stop, summary):
+            run_users_demo(demo, spark, console)
     finally:
         if started_here:
             with console.status("stopping the broker"):
                 broker.stop()
-    _print_summary(console, summary, demo)
     return summary
+
+
+def stop_requested(stop: threading.Event, summary: DemoSummary) -> bool:
+    """True when the user interrupted the orders part (the generator did not finish)."""
+    return stop.is_set() and not summary.produced
+
+
+USERS_CDC_RECORDS = 3000
+
+
+def run_users_demo(demo: Settings, spark: SparkSession, console: Console) -> None:
+    """The users CDC pipeline: change events -> SCD1/SCD2 Delta tables and PostgreSQL."""
+    import psycopg
+    from deltalake import DeltaTable
+
+    from eventlake.generator import CdcConfig, CdcGenerator
+    from eventlake.pipelines.plan import build_plan
+    from eventlake.postgres import EmbeddedPostgres
+
+    server = EmbeddedPostgres(demo.postgres)
+    started_here = not server.is_running()
+    with console.status("starting PostgreSQL"):
+        server.start()
+    pg = demo.postgres
+    console.print(f"\nPostgreSQL at [bold]{pg.host}:{pg.port}[/] ({server.data_dir})")
+    try:
+        params = demo.pipelines["users"]
+        create_topic(demo.kafka.bootstrap_servers, params["topic"], partitions=3)
+        create_topic(demo.kafka.bootstrap_servers, params["state_topic"], partitions=1)
+        config = CdcConfig(seed=int(time.time()) % 10_000, users=200)
+        produced = send(
+            demo.kafka.bootstrap_servers, params["topic"],
+            CdcGenerator(config).records(USERS_CDC_RECORDS),
+        )  # fmt: skip
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(produced.items()))
+        console.print(f"produced {USERS_CDC_RECORDS} change events ({kinds})")
+        plan = build_plan(load_pipelines().get("users"), demo, spark, trigger="available-now")
+        listener = ProgressListener(console)
+        try:
+            run_plan(plan, listener=listener)
+        finally:
+            listener.close()
+        table = Table(title="users CDC: Delta and PostgreSQL")
+        for col in ("table", "rows"):
+            table.add_column(col)
+        for name in ("bronze/users_cdc", "silver/users", "silver/users_history",
+                     "silver/users_quarantine"):  # fmt: skip
+            layer, tname = name.split("/")
+            rows = DeltaTable(str(demo.lake.table_path(layer, tname))).to_pyarrow_table().num_rows
+            table.add_row(name, str(rows))
+        delta_users = DeltaTable(str(demo.lake.table_path("silver", "users"))).to_pandas()
+        with psycopg.connect(**pg.connect_kwargs()) as conn:
+            pg_rows = conn.execute(
+                f'SELECT user_id, email, tier FROM "{params["postgres_table"]}"'
+            ).fetchall()
+        table.add_row(f"postgres: {params['postgres_table']}", str(len(pg_rows)))
+        console.print(table)
+        same = sorted(pg_rows) == sorted(
+            (int(r.user_id), r.email, r.tier) for r in delta_users.itertuples(index=False)
+        )
+        console.print(f"PostgreSQL {'matches' if same else 'DIFFERS FROM'} silver/users")
+    finally:
+        if started_here:
+            with console.status("stopping PostgreSQL"):
+                server.stop()
 
 
 TABLES = (

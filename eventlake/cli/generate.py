@@ -88,3 +88,45 @@ def orders(
     kinds = send(bootstrap, topic, records)
     detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
     typer.echo(f"produced {sum(kinds.values())} records to '{topic}' on {bootstrap} ({detail})")
+
+
+@generate_app.command()
+def cdc(
+    ctx: typer.Context,
+    topic: Annotated[str, typer.Option(help="Topic to produce to (created if missing).")],
+    count: Annotated[int, typer.Option(min=1, help="Number of records (tombstones count).")],
+    rate: Annotated[
+        float | None, typer.Option(help="Records per second (default: all now).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Same seed, same records.")] = 0,
+    users: Annotated[int, typer.Option(min=1, help="Size of the user id space.")] = 50,
+    delete_fraction: Fraction = 0.15,
+    out_of_order_fraction: Fraction = 0.1,
+    duplicate_fraction: Fraction = 0.05,
+    malformed_fraction: Fraction = 0.02,
+    snapshot: Annotated[bool, typer.Option(help="First change of a user as op 'r'.")] = False,
+    partitions: Annotated[int, typer.Option(min=1, help="Partitions if created.")] = 3,
+    bootstrap_servers: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Debezium-shaped change events of a users table: creates, updates, deletes with
+    tombstones, re-creates, out-of-order, duplicate and malformed events."""
+    from eventlake.generator import CdcConfig, CdcGenerator
+
+    state: CliState = ctx.obj
+    bootstrap = bootstrap_servers or state.settings().kafka.bootstrap_servers
+    config = CdcConfig(
+        seed=seed,
+        users=users,
+        delete_fraction=delete_fraction,
+        out_of_order_fraction=out_of_order_fraction,
+        duplicate_fraction=duplicate_fraction,
+        malformed_fraction=malformed_fraction,
+        snapshot=snapshot,
+    )
+    create_topic(bootstrap, topic, partitions=partitions, exist_ok=True)
+    records = CdcGenerator(config).records(count)
+    if rate is not None:
+        records = paced(records, rate, seconds=float("inf"))
+    kinds = send(bootstrap, topic, records)
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+    typer.echo(f"produced {sum(kinds.values())} records to '{topic}' on {bootstrap} ({detail})")

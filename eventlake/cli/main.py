@@ -12,6 +12,7 @@ from rich.console import Console
 from eventlake.cli.generate import generate_app
 from eventlake.cli.kafka import kafka_app
 from eventlake.cli.pipelines import list_pipelines, run, validate
+from eventlake.cli.postgres import postgres_app
 from eventlake.cli.state import CliState
 from eventlake.errors import EventlakeError
 
@@ -23,6 +24,7 @@ app = typer.Typer(
 )
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(generate_app, name="generate")
+app.add_typer(postgres_app, name="postgres")
 app.command("list")(list_pipelines)
 app.command("run")(run)
 app.command("validate")(validate)

@@ -94,6 +94,13 @@ def stream_id(checkpoint: Path) -> str:
         ) from exc
 
 
+def _crash() -> None:
+    """Die now, with the JVM: the process group when this process leads one."""
+    if os.getpgid(0) == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 class BatchHandler:
     """The function Spark calls with each batch: runs every writer, in order."""
 
@@ -135,7 +142,7 @@ class BatchHandler:
                         "writers that already wrote it skip it",
                     ) from exc
                 if self._crash_after == f"{writer.name}:{batch_id}":
-                    os.killpg(os.getpgid(0), signal.SIGKILL)
+                    _crash()
         finally:
             if cache:
                 df.unpersist()
