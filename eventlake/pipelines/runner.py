@@ -160,7 +160,7 @@ class PipelineRunner:
             )
             self.queries[flow.query_name] = query
             try:
-                ended = query.awaitTermination(int(timeout))
+                ended = query.awaitTermination(timeout)
             except Exception:  # a failure: _check reports it translated
                 ended = True
             if not ended:

@@ -26,7 +26,7 @@ from pydantic import Field
 from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, KafkaOutput, Pipeline
 from eventlake.pipelines.api import PipelineParams, SparkInterval
 from eventlake.sources import kafka_records
-from eventlake.transforms import first_failure, flatten_window, parse_json
+from eventlake.transforms import first_failure, flatten_window, parse_json, quarantine_rows
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON, NULL_VALUE
 
 if TYPE_CHECKING:
@@ -134,19 +134,7 @@ def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
 @orders.flow(source=DeltaInput("bronze", "orders"), sink=DeltaOutput("silver", "orders_quarantine"))
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid orders: raw value, Kafka coordinates, reason."""
-    from pyspark.sql import functions as F
-
-    bad = checked_orders(df).where(F.col("reason").isNotNull())
-    return bad.select(
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        "kafka_timestamp",
-        "reason",
-        F.current_timestamp().alias("quarantined_at"),
-    )
+    return quarantine_rows(checked_orders(df))
 
 
 @orders.flow(source=DeltaInput("silver", "orders"), sink=DeltaOutput("gold", "revenue_hourly"))

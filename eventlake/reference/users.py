@@ -24,6 +24,7 @@ overwrites a newer state, and a duplicate changes nothing. Tombstones are ignore
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from eventlake.pipelines import (
@@ -39,7 +40,7 @@ from eventlake.pipelines import (
 )
 from eventlake.pipelines.api import PipelineParams
 from eventlake.sources import kafka_records
-from eventlake.transforms import first_failure, parse_json
+from eventlake.transforms import first_failure, parse_json, quarantine_rows
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON
 
 if TYPE_CHECKING:
@@ -142,7 +143,21 @@ def _valid(df: DataFrame) -> Column:
     return ~F.col("is_tombstone") & F.col("reason").isNull()
 
 
-_EVENTS: dict[str, tuple[tuple[str, int], DataFrame]] = {}
+_PER_BATCH: dict[tuple[str, str], tuple[tuple[str, int], DataFrame]] = {}
+
+
+def _once_per_batch(name: str, batch: BatchContext, build: Callable[[], DataFrame]) -> DataFrame:
+    """``build()`` persisted and shared by the batch's writers; the previous batch's copy
+    is released when the next batch asks."""
+    slot, key = (batch.flow, name), (batch.stream_id, batch.batch_id)
+    cached = _PER_BATCH.get(slot)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if cached is not None:
+        cached[1].unpersist()
+    df = build().persist()
+    _PER_BATCH[slot] = (key, df)
+    return df
 
 
 def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
@@ -154,46 +169,46 @@ def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchCo
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    key = (batch.stream_id, batch.batch_id)
-    cached = _EVENTS.get(batch.flow)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    if cached is not None:
-        cached[1].unpersist()
-    touched = batch_df.where(_valid(batch_df)).select("user_id").distinct()
-    spark = batch_df.sparkSession
-    bronze_table = spark.read.format("delta").load(str(ctx.table_path("bronze", "users_cdc")))
-    events = bronze_table.where(_valid(bronze_table)).join(F.broadcast(touched), "user_id")
-    instant = Window.partitionBy("user_id", "source_ts_ms").orderBy(F.col("offset").desc())
-    latest_at_instant = (
-        events.withColumn("_rank", F.row_number().over(instant))
-        .where("_rank = 1")
-        .select("user_id", "op", "source_ts_ms", F.col("offset").alias("source_offset"), *FIELDS)
-        .persist()
-    )
-    _EVENTS[batch.flow] = (key, latest_at_instant)
-    return latest_at_instant
+    def build() -> DataFrame:
+        touched = batch_df.where(_valid(batch_df)).select("user_id").distinct()
+        path = str(ctx.table_path("bronze", "users_cdc"))
+        bronze_table = batch_df.sparkSession.read.format("delta").load(path)
+        events = bronze_table.where(_valid(bronze_table)).join(F.broadcast(touched), "user_id")
+        instant = Window.partitionBy("user_id", "source_ts_ms").orderBy(F.col("offset").desc())
+        return (
+            events.withColumn("_rank", F.row_number().over(instant))
+            .where("_rank = 1")
+            .select(
+                "user_id", "op", "source_ts_ms", F.col("offset").alias("source_offset"), *FIELDS
+            )
+        )
+
+    return _once_per_batch("changes", batch, build)
 
 
 def latest_state(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
-    """Per touched user: the latest change, with ``_deleted`` when it is a delete."""
+    """Per touched user: the latest change, with ``_deleted`` when it is a delete.
+    Computed once per batch: SCD1, PostgreSQL and Kafka all write it."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    events = changes_of_batch_users(ctx, batch_df, batch)
-    newest = Window.partitionBy("user_id").orderBy(F.col("source_ts_ms").desc())
-    return (
-        events.withColumn("_rank", F.row_number().over(newest))
-        .where("_rank = 1")
-        .select(
-            "user_id",
-            *FIELDS,
-            F.timestamp_millis("source_ts_ms").alias("updated_at"),
-            "source_ts_ms",
-            "source_offset",
-            (F.col("op") == "d").alias("_deleted"),
+    def build() -> DataFrame:
+        events = changes_of_batch_users(ctx, batch_df, batch)
+        newest = Window.partitionBy("user_id").orderBy(F.col("source_ts_ms").desc())
+        return (
+            events.withColumn("_rank", F.row_number().over(newest))
+            .where("_rank = 1")
+            .select(
+                "user_id",
+                *FIELDS,
+                F.timestamp_millis("source_ts_ms").alias("updated_at"),
+                "source_ts_ms",
+                "source_offset",
+                (F.col("op") == "d").alias("_deleted"),
+            )
         )
-    )
+
+    return _once_per_batch("latest", batch, build)
 
 
 def history(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
@@ -251,18 +266,7 @@ def merge_latest(target: DeltaTable, source: DataFrame, batch: BatchContext) -> 
 
 
 def quarantined(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    return batch_df.where(F.col("reason").isNotNull()).select(
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        "kafka_timestamp",
-        "reason",
-        F.current_timestamp().alias("quarantined_at"),
-    )
+    return quarantine_rows(batch_df)
 
 
 def state_records(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:

@@ -36,7 +36,14 @@ class Sink(ABC):
             .outputMode(output_mode)
             .option("checkpointLocation", str(checkpoint))
         )
+        writer = self._bind(writer, query_name=query_name, checkpoint=checkpoint)
         return self._start(apply_trigger(writer, trigger), query_name)
+
+    def _bind(
+        self, writer: DataStreamWriter, *, query_name: str, checkpoint: Path
+    ) -> DataStreamWriter:
+        """Give ``writer`` what depends on the query's name or checkpoint (default: nothing)."""
+        return writer
 
     @abstractmethod
     def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:

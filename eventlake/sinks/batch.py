@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.sinks.base import Sink
-from eventlake.triggers import apply_trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -160,22 +159,11 @@ class ForeachBatchSink(Sink):
     writers: tuple[BatchWriter, ...]
     output_modes = frozenset({"append", "update", "complete"})
 
-    def start(
-        self,
-        df: DataFrame,
-        *,
-        query_name: str,
-        checkpoint: Path,
-        trigger: str,
-        output_mode: str = "append",
-    ) -> StreamingQuery:
-        writer = (
-            df.writeStream.queryName(query_name)
-            .outputMode(output_mode)
-            .option("checkpointLocation", str(checkpoint))
-            .foreachBatch(BatchHandler(self.writers, query_name, checkpoint))
-        )
-        return apply_trigger(writer, trigger).start()
+    def _bind(
+        self, writer: DataStreamWriter, *, query_name: str, checkpoint: Path
+    ) -> DataStreamWriter:
+        # The handler keys idempotency by the checkpoint's query id.
+        return writer.foreachBatch(BatchHandler(self.writers, query_name, checkpoint))
 
     def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:
-        raise NotImplementedError  # start() is overridden: the handler needs the checkpoint
+        return writer.start()

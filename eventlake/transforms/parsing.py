@@ -49,3 +49,20 @@ def first_failure(rules: Sequence[tuple[str, Column]]) -> Column:
             expr if expr is not None else F.lit(None).cast("string")
         )
     return expr if expr is not None else F.lit(None).cast("string")
+
+
+def quarantine_rows(checked: DataFrame, reason: str = "reason") -> DataFrame:
+    """The quarantine table's rows: bronze records whose ``reason`` is set, as received
+    (raw ``key``/``value`` and Kafka coordinates), with the reason and when."""
+    from pyspark.sql import functions as F
+
+    return checked.where(F.col(reason).isNotNull()).select(
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "kafka_timestamp",
+        F.col(reason).alias("reason"),
+        F.current_timestamp().alias("quarantined_at"),
+    )

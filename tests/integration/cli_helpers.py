@@ -11,21 +11,27 @@ from typing import Any
 import yaml
 
 
-def write_config(path: Path, bootstrap: str, root: Path, **pipelines: dict[str, Any]) -> Path:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "kafka": {"bootstrap_servers": bootstrap},
-                "lake": {"root": str(root / "lake")},
-                "checkpoints": {"root": str(root / "checkpoints")},
-                "spark": {
-                    "master": "local[2]",
-                    "conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-                },
-                "pipelines": pipelines,
-            }
-        )
-    )
+def write_config(
+    path: Path,
+    bootstrap: str,
+    root: Path,
+    *,
+    postgres: dict[str, Any] | None = None,
+    **pipelines: dict[str, Any],
+) -> Path:
+    config: dict[str, Any] = {
+        "kafka": {"bootstrap_servers": bootstrap},
+        "lake": {"root": str(root / "lake")},
+        "checkpoints": {"root": str(root / "checkpoints")},
+        "spark": {
+            "master": "local[2]",
+            "conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+        },
+        "pipelines": pipelines,
+    }
+    if postgres is not None:
+        config["postgres"] = postgres
+    path.write_text(yaml.safe_dump(config))
     return path
 
 

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 from confluent_kafka import Consumer
 
 from eventlake.checkpoints import CheckpointLog
@@ -24,28 +23,11 @@ from eventlake.generator import CdcConfig, CdcGenerator, send
 from eventlake.kafka import topic_offsets
 from eventlake.sinks.batch import CRASH_HOOK_ENV
 from eventlake.testing import unique_name, wait_until
-from tests.integration.cli_helpers import cli_command
+from tests.integration.cli_helpers import cli_command, write_config
 from tests.integration.test_users_pipeline import assert_matches
 from tests.integration.users_expected import expected_users
 
 pytestmark = pytest.mark.integration
-
-
-def write_config(path: Path, bootstrap: str, pg: PostgresSettings, **users: object) -> Path:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "kafka": {"bootstrap_servers": bootstrap},
-                "lake": {"root": str(path.parent / "lake")},
-                "checkpoints": {"root": str(path.parent / "checkpoints")},
-                "spark": {"master": "local[2]",
-                          "conf": {"spark.sql.shuffle.partitions": "2"}},
-                "postgres": {"port": pg.port, "password": "${EVENTLAKE_TEST_PG_PASSWORD}"},
-                "pipelines": {"users": users},
-            }
-        )
-    )  # fmt: skip
-    return path
 
 
 def run(cfg: Path, *extra: str, crash: str | None = None, timeout: float = 600) -> int:
@@ -90,9 +72,17 @@ def test_users_fanout_survives_five_kills(
 ) -> None:
     topic, state = make_topic(partitions=3, prefix="cdc-chaos"), make_topic(prefix="state")
     table = unique_name("users_chaos").replace("-", "_")
-    cfg = write_config(tmp_path / "el.yaml", bootstrap, postgres, topic=topic, state_topic=state,
-                       postgres_table=table, max_offsets_per_trigger=80,
-                       max_files_per_trigger=1, trigger="1 second")  # fmt: skip
+    users = {
+        "topic": topic,
+        "state_topic": state,
+        "postgres_table": table,
+        "max_offsets_per_trigger": 80,
+        "max_files_per_trigger": 1,
+        "trigger": "1 second",
+    }
+    # The password stays in the environment, never in the file.
+    pg = {"port": postgres.port, "password": "${EVENTLAKE_TEST_PG_PASSWORD}"}
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, postgres=pg, users=users)
     records = list(CdcGenerator(CdcConfig(seed=21, users=25, out_of_order_fraction=0.15,
                                           duplicate_fraction=0.08)).records(500))  # fmt: skip
     send(bootstrap, topic, records)

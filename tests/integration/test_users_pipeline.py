@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.checkpoints import CheckpointLog
 from eventlake.config import PostgresSettings, Settings
 from eventlake.config.loader import settings_from_dict
 from eventlake.generator import CdcConfig, CdcGenerator, GeneratedRecord, send
@@ -19,6 +20,7 @@ from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import build_plan
 from eventlake.pipelines.runner import run_plan
 from eventlake.sinks import BatchContext, ForeachBatchSink
+from eventlake.sinks.batch import stream_id
 from eventlake.testing import delta_version, read_delta, unique_name
 from tests.integration.users_expected import (
     FIELDS,
@@ -33,17 +35,15 @@ pytestmark = pytest.mark.integration
 def users_settings(
     bootstrap: str, root: Path, topic: str, pg: PostgresSettings, **params: Any
 ) -> Settings:
-    return settings_from_dict(
+    settings = settings_from_dict(
         {
             "kafka": {"bootstrap_servers": bootstrap},
             "lake": {"root": str(root / "lake")},
             "checkpoints": {"root": str(root / "checkpoints")},
-            "postgres": {"port": pg.port, "password": pg.password.get_secret_value()}  # type: ignore[union-attr]
-            if pg.password
-            else {"port": pg.port},
             "pipelines": {"users": {"topic": topic, **params}},
         }
     )
+    return settings.model_copy(update={"postgres": pg})
 
 
 def run_users(settings: Settings, spark: SparkSession) -> None:
@@ -152,8 +152,9 @@ def test_replaying_a_batch_changes_no_sink(
     assert isinstance(sink, ForeachBatchSink)
     bronze = spark.read.format("delta").load(str(tmp_path / "lake" / "bronze" / "users_cdc"))
     # The last batch the stream committed, handed to every writer again with its id.
-    last = max(int(p.name) for p in (silver.checkpoint / "commits").iterdir() if p.name.isdigit())
-    stream = __import__("json").loads((silver.checkpoint / "metadata").read_text())["id"]
+    last = CheckpointLog(silver.checkpoint).last_committed
+    assert last is not None
+    stream = stream_id(silver.checkpoint)
     batch = BatchContext(silver.query_name, last, stream, spark)
     tables = ["users", "users_history", "users_quarantine"]
     before = {t: delta_version(tmp_path / "lake" / "silver" / t) for t in tables}
