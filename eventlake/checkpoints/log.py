@@ -8,8 +8,10 @@ exactly that range before anything new.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 def _batches(folder: Path) -> list[int]:
@@ -43,3 +45,16 @@ class CheckpointLog:
             return None
         last = planned[-1]
         return None if last == self.last_committed else last
+
+    def _entry(self, batch: int) -> list[str]:
+        return (self.root / "offsets" / str(batch)).read_text().splitlines()
+
+    def watermark_ms(self, batch: int) -> int:
+        """The event-time watermark batch ``batch`` ran with (0: none yet)."""
+        meta: dict[str, Any] = json.loads(self._entry(batch)[1])
+        return int(meta.get("batchWatermarkMs", 0))
+
+    def source_offsets(self, batch: int, source: int = 0) -> Any:
+        """Where source number ``source`` ends in batch ``batch``, as Spark logged it
+        (Kafka: ``{topic: {partition: next offset}}``)."""
+        return json.loads(self._entry(batch)[2 + source])

@@ -11,7 +11,7 @@ import typer
 from eventlake.cli.state import CliState
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.generator import OrdersConfig, OrdersGenerator, paced, send
-from eventlake.generator.orders import DEFAULT_START
+from eventlake.generator.events import DEFAULT_START
 from eventlake.kafka import create_topic
 
 generate_app = typer.Typer(help="Produce generated events to Kafka.", no_args_is_help=True)

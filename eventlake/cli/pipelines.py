@@ -63,7 +63,7 @@ def list_pipelines(ctx: typer.Context, module: ModuleOpt = None) -> None:
         for spec, level, _ups in dependency_order(pipeline):
             c = contexts[spec.name]
             lines.append(
-                f"  {spec.query_name:<28} level {level}  {spec.source.describe(c)} -> "
+                f"  {spec.query_name:<28} level {level}  {spec.describe_inputs(c)} -> "
                 f"{spec.sink.describe(c)}  ({spec.output_mode})  {spec.description}".rstrip()
             )
     typer.echo("\n".join(lines))
@@ -78,7 +78,7 @@ def _print_plan(console: Console, plan: Plan) -> None:
             table.add_row(
                 str(f.level),
                 f.spec.name,
-                f.spec.source.describe(f.ctx),
+                f.spec.describe_inputs(f.ctx),
                 f.spec.sink.describe(f.ctx),
                 f.spec.output_mode,
                 f.trigger,

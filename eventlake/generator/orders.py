@@ -8,18 +8,16 @@ short run can span hours of event time and close windows.
 from __future__ import annotations
 
 import json
-import random
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from eventlake.generator.base import GeneratedRecord
+from eventlake.generator.events import DEFAULT_START, EventStream, EventStreamConfig, iso
 
 CATEGORIES = ("books", "electronics", "garden", "grocery", "toys", "fashion")
 REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south")
-DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 MALFORMED_REASONS = (
     "invalid_json",
     "missing_order_id",
@@ -30,50 +28,22 @@ MALFORMED_REASONS = (
 )
 
 
-def iso(ts: datetime) -> str:
-    return ts.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 @dataclass(frozen=True)
-class OrdersConfig:
-    seed: int = 0
-    start: datetime = DEFAULT_START
-    mean_gap_seconds: float = 2.0
-    late_fraction: float = 0.0
-    late_delay: timedelta = timedelta(minutes=15)
-    out_of_order_fraction: float = 0.0
-    out_of_order_max: timedelta = timedelta(minutes=3)
-    duplicate_fraction: float = 0.0
-    malformed_fraction: float = 0.0
+class OrdersConfig(EventStreamConfig):
     id_prefix: str = "o"
 
-    def __post_init__(self) -> None:
-        total = (
-            self.late_fraction
-            + self.out_of_order_fraction
-            + self.duplicate_fraction
-            + self.malformed_fraction
-        )
-        if not 0 <= total <= 1:
-            raise ValueError("late + out-of-order + duplicate + malformed fractions exceed 1")
 
-
-class OrdersGenerator:
+class OrdersGenerator(EventStream):
     """Stateful: successive ``records(n)`` calls continue the same stream."""
 
+    key_field = "order_id"
+
     def __init__(self, config: OrdersConfig | None = None) -> None:
-        self.config = config or OrdersConfig()
-        self._rng = random.Random(self.config.seed)
-        self._clock = self.config.start
+        self.config: OrdersConfig = config or OrdersConfig()
+        super().__init__(self.config)
         self._next_id = 0
-        self._recent: deque[tuple[str, str, dict[str, Any]]] = deque(maxlen=20)
 
-    @property
-    def clock(self) -> datetime:
-        """The newest event time generated so far."""
-        return self._clock
-
-    def _order(self, event_time: datetime) -> dict[str, Any]:
+    def _event(self, event_time: datetime) -> dict[str, Any]:
         rng = self._rng
         order_id = f"{self.config.id_prefix}{self.config.seed}-{self._next_id:08d}"
         self._next_id += 1
@@ -86,15 +56,10 @@ class OrdersGenerator:
             "event_time": iso(event_time),
         }
 
-    def _emit(self, order: dict[str, Any], kind: str) -> GeneratedRecord:
-        value = json.dumps(order, separators=(",", ":"))
-        self._recent.append((order["order_id"], value, order))
-        return GeneratedRecord(order["order_id"], value, kind, data=order)
-
     def _malformed(self) -> GeneratedRecord:
         rng = self._rng
         reason = rng.choice(MALFORMED_REASONS)
-        order = self._order(self._clock)
+        order = self._event(self._clock)
         key: str | None = order["order_id"]
         if reason == "invalid_json":
             value = rng.choice(
@@ -114,41 +79,6 @@ class OrdersGenerator:
                 order["category"] = rng.choice(["", "   "])
             value = json.dumps(order, separators=(",", ":"))
         return GeneratedRecord(key, value, "malformed", reason=reason)
-
-    def next_record(self) -> GeneratedRecord:
-        c, rng = self.config, self._rng
-        r = rng.random()
-        bands = (
-            ("malformed", c.malformed_fraction),
-            ("duplicate", c.duplicate_fraction),
-            ("late", c.late_fraction),
-            ("out_of_order", c.out_of_order_fraction),
-        )
-        kind = "valid"
-        for name, fraction in bands:
-            if r < fraction:
-                kind = name
-                break
-            r -= fraction
-        if kind == "malformed":
-            return self._malformed()
-        if kind == "duplicate" and self._recent:
-            key, value, order = rng.choice(list(self._recent))
-            return GeneratedRecord(key, value, "duplicate", data=order)
-        if kind == "late":
-            return self._emit(self._order(self._clock - c.late_delay), "late")
-        if kind == "out_of_order":
-            back = timedelta(seconds=rng.uniform(0, c.out_of_order_max.total_seconds()))
-            return self._emit(self._order(self._clock - back), "out_of_order")
-        self._clock += timedelta(seconds=rng.expovariate(1.0 / c.mean_gap_seconds))
-        return self._emit(self._order(self._clock), "valid")
-
-    def records(self, count: int | None = None) -> Iterator[GeneratedRecord]:
-        """``count`` records, or an endless stream when ``count`` is None."""
-        i = 0
-        while count is None or i < count:
-            yield self.next_record()
-            i += 1
 
 
 def generate_orders(

@@ -92,6 +92,14 @@ class FlowSpec:
     output_mode: str = "append"
     trigger: str | None = None
     description: str = ""
+    #: Further streaming inputs by role (stream-stream joins, unions): ``ctx.stream(role)``.
+    inputs: tuple[tuple[str, Input], ...] = ()
+
+    def all_inputs(self) -> list[Input]:
+        return [self.source, *(i for _, i in self.inputs)]
+
+    def describe_inputs(self, ctx: FlowContext | None = None) -> str:
+        return " + ".join(i.describe(ctx) for i in self.all_inputs())
 
     @property
     def query_name(self) -> str:
@@ -132,8 +140,13 @@ class Pipeline:
         output_mode: str = "append",
         trigger: str | None = None,
         description: str = "",
+        inputs: dict[str, Input] | None = None,
     ) -> Callable[[Transform], Transform]:
-        """Decorator: declare the decorated transform as a flow of this pipeline."""
+        """Decorator: declare the decorated transform as a flow of this pipeline.
+
+        The transform receives ``source`` as its DataFrame; each of ``inputs`` is a
+        further stream it reads with ``ctx.stream(role)``.
+        """
 
         def decorate(fn: Transform) -> Transform:
             flow_name: str = name or str(getattr(fn, "__name__", ""))
@@ -161,6 +174,7 @@ class Pipeline:
                 output_mode=output_mode,
                 trigger=trigger,
                 description=description or (doc[0] if doc else ""),
+                inputs=tuple(sorted((inputs or {}).items())),
             )
             return fn
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -27,6 +28,8 @@ class FlowContext:
     params: PipelineParams
     #: Where tables are read and written; the config's lake root, except under `validate`.
     lake_root: Path
+    #: The flow's further inputs by role, as streaming DataFrames.
+    streams: Mapping[str, DataFrame] = field(default_factory=dict)
 
     def table_path(self, layer: str, table: str) -> Path:
         return (self.lake_root / layer / table).absolute()
@@ -53,6 +56,19 @@ class FlowContext:
                 fix=f"set it in eventlake.yaml or with --set {key}=TOPIC",
             )
         return name
+
+    def stream(self, role: str) -> DataFrame:
+        """The further input ``role`` declared with ``@flow(inputs={role: ...})``."""
+        try:
+            return self.streams[role]
+        except KeyError:
+            known = ", ".join(sorted(self.streams)) or "none"
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                f"flow '{self.pipeline}.{self.flow}' reads input '{role}', which it does "
+                f"not declare (declared: {known}).",
+                fix=f"declare it: @pipeline.flow(..., inputs={{'{role}': ...}})",
+            ) from None
 
     def with_watermark(self, df: DataFrame, column: str, delay: str) -> DataFrame:
         """``df.withWatermark(column, delay)``: the place late-data tolerance is declared."""

@@ -9,7 +9,7 @@ can start streaming from it at once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,9 +73,9 @@ def dependency_order(pipeline: Pipeline) -> list[tuple[FlowSpec, int, tuple[str,
             writers[table] = spec.name
     upstream: dict[str, tuple[str, ...]] = {}
     for spec in pipeline.flows.values():
-        source_table = spec.source.table()
-        writer = writers.get(source_table) if source_table else None
-        upstream[spec.name] = (writer,) if writer and writer != spec.name else ()
+        read = [t for t in (i.table() for i in spec.all_inputs()) if t is not None]
+        ups = {w for w in (writers.get(t) for t in read) if w and w != spec.name}
+        upstream[spec.name] = tuple(sorted(ups))
     levels: dict[str, int] = {}
 
     def level(name: str, seen: tuple[str, ...]) -> int:
@@ -128,6 +128,9 @@ def build_plan(
         where = f"flow '{spec.query_name}'"
         try:
             source = spec.source.resolve(ctx)
+            if spec.inputs:
+                streams = {r: i.resolve(ctx).read_stream(spark) for r, i in spec.inputs}
+                ctx = replace(ctx, streams=streams)
             sink = spec.sink.resolve(ctx)
             df = spec.transform(ctx, source.read_stream(spark))
             if not getattr(df, "isStreaming", False):

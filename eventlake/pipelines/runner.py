@@ -52,7 +52,8 @@ def preflight_topics(
         if flows and ctx.flow not in flows:
             continue
         spec = pipeline.flows[ctx.flow]
-        for topic in spec.source.topics(ctx) + spec.sink.topics(ctx):
+        read = [t for i in spec.all_inputs() for t in i.topics(ctx)]
+        for topic in read + spec.sink.topics(ctx):
             needed.setdefault(topic, []).append(spec.query_name)
     if not needed:
         return

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from eventlake.transforms.parsing import first_failure, parse_json, quarantine_rows
+from eventlake.transforms.parsing import (
+    checked_events,
+    first_failure,
+    parse_json,
+    quarantine_rows,
+)
 from eventlake.transforms.windows import flatten_window
 
-__all__ = ["first_failure", "flatten_window", "parse_json", "quarantine_rows"]
+__all__ = ["checked_events", "first_failure", "flatten_window", "parse_json", "quarantine_rows"]

@@ -66,3 +66,48 @@ def quarantine_rows(checked: DataFrame, reason: str = "reason") -> DataFrame:
         F.col(reason).alias("reason"),
         F.current_timestamp().alias("quarantined_at"),
     )
+
+
+#: Field kinds :func:`checked_events` types: text as received, or typed with try_cast.
+FIELD_TYPES = {
+    "string": None,
+    "timestamp": "try_to_timestamp({})",
+    "double": "try_cast({} AS DOUBLE)",
+}
+
+
+def checked_events(records: DataFrame, fields: dict[str, str]) -> DataFrame:
+    """Kafka records (``kafka_records`` shape) with each of ``fields`` parsed from the JSON
+    value, typed, and ``reason``: the first rule the record breaks, else null.
+
+    ``fields`` maps name to ``string``, ``timestamp`` or ``double``; every field is
+    required. Reasons: ``null_value``, ``invalid_json``, then per field in order
+    ``missing_<field>`` (absent or null; blank text too) and ``invalid_<field>`` (a value
+    that does not convert, "" included).
+    """
+    from pyspark.sql import functions as F
+
+    ddl = ", ".join(f"{name} STRING" for name in fields)
+    parsed = parse_json(records, ddl)
+    d = F.col("data")
+    typed: dict[str, Column] = {}
+    rules: list[tuple[str, Column]] = [
+        (NULL_VALUE, F.col("value").isNull()),
+        (INVALID_JSON, d.isNull() | d[CORRUPT].isNotNull()),
+    ]
+    for name, kind in fields.items():
+        if kind not in FIELD_TYPES:
+            raise ValueError(f"field kind '{kind}' is not one of {', '.join(FIELD_TYPES)}")
+        raw = d[name]
+        cast = FIELD_TYPES[kind]
+        typed[name] = F.expr(cast.format(f"data.{name}")) if cast else raw
+        if cast:
+            rules.append((f"missing_{name}", raw.isNull()))
+            rules.append((f"invalid_{name}", typed[name].isNull()))
+        else:
+            rules.append((f"missing_{name}", F.coalesce(F.trim(raw), F.lit("")) == ""))
+    return parsed.select(
+        *records.columns,
+        *(col.alias(name) for name, col in typed.items()),
+        first_failure(rules).alias("reason"),
+    )

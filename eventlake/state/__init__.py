@@ -1,0 +1,13 @@
+"""Arbitrary state with Spark 4's ``transformWithState``: processors and their helpers."""
+
+from __future__ import annotations
+
+from eventlake.state.sessions import (
+    SESSION_OUTPUT,
+    Session,
+    SessionProcessor,
+    merge_sessions,
+    sessions_with_state,
+)
+
+__all__ = ["SESSION_OUTPUT", "Session", "SessionProcessor", "merge_sessions", "sessions_with_state"]
