@@ -87,7 +87,7 @@ def not_late(
 ) -> list[R]:
     """The records a stateful operator keeps: those after ``W[N-1]`` in their batch N."""
     wms = watermarks(batches, event_time, delay)
-    kept = []
+    kept: list[R] = []
     for n, rows in enumerate(batches):
         threshold = wms[n - 1] if n else EPOCH
         kept.extend(r for r in rows if n == 0 or event_time(r) > threshold)

@@ -33,13 +33,10 @@ def test_seed_windowed_counts_late_click_not_counted(
 ) -> None:
     topic = make_topic(prefix="clicks")
     settings = event_settings(bootstrap, tmp_path, "clickstream", topic=topic)
-    gold = lambda: rows(  # noqa: E731
-        table(settings, "gold", "user_clicks_5min"),
-        "window_start",
-        "window_end",
-        "user_id",
-        "clicks",
-    )
+
+    def gold() -> set[tuple[object, ...]]:
+        windows = table(settings, "gold", "user_clicks_5min")
+        return rows(windows, "window_start", "window_end", "user_id", "clicks")
 
     # Batch 1: events 1-3. Watermark after it: 12:04:50 - 10 min = 11:54:50. No window closes.
     send_events(bootstrap, topic, "user_id", [
