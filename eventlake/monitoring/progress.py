@@ -24,6 +24,14 @@ class BatchProgress:
     watermark: str | None
     state_rows: int
     dropped_by_watermark: int
+    #: Per stateful operator: (name, state rows, state memory in bytes).
+    operators: tuple[tuple[str, int, int], ...] = ()
+
+    def state_detail(self) -> str:
+        """``dedupeWithinWatermark 120 rows/48 KiB, stateStoreSave 30 rows/12 KiB``."""
+        return ", ".join(
+            f"{name} {rows} rows/{size // 1024} KiB" for name, rows, size in self.operators
+        )
 
     def line(self) -> str:
         wm = self.watermark if self.watermark and not self.watermark.startswith("1970") else "-"
@@ -31,7 +39,9 @@ class BatchProgress:
             f"[{self.query}] batch {self.batch_id}: {self.input_rows} rows, "
             f"{self.input_rows_per_second:.0f} in/s, {self.processed_rows_per_second:.0f} proc/s, "
             f"{self.batch_duration_ms / 1000:.2f}s, watermark {wm}, "
-            f"state {self.state_rows}, late dropped {self.dropped_by_watermark}"
+            f"state {self.state_rows}"
+            + (f" ({self.state_detail()})" if self.operators else "")
+            + f", late dropped {self.dropped_by_watermark}"
         )
 
 
@@ -42,6 +52,8 @@ class FlowTotals:
     dropped_by_watermark: int = 0
     last_batch_id: int | None = None
     state_rows: int = 0
+    #: The largest state (rows, all operators) any batch of the run ended with.
+    peak_state_rows: int = 0
 
 
 def _progress(p: Any) -> BatchProgress:
@@ -56,6 +68,9 @@ def _progress(p: Any) -> BatchProgress:
         watermark=(p.eventTime or {}).get("watermark"),
         state_rows=sum(int(op.numRowsTotal) for op in ops),
         dropped_by_watermark=sum(int(op.numRowsDroppedByWatermark) for op in ops),
+        operators=tuple(
+            (str(op.operatorName), int(op.numRowsTotal), int(op.memoryUsedBytes)) for op in ops
+        ),
     )
 
 
@@ -94,6 +109,7 @@ class ProgressListener(StreamingQueryListener):
                 t.dropped_by_watermark += item.dropped_by_watermark
                 t.last_batch_id = item.batch_id
                 t.state_rows = item.state_rows
+                t.peak_state_rows = max(t.peak_state_rows, item.state_rows)
             if self._show and (item.input_rows or item.dropped_by_watermark):
                 self._console.print(item.line(), highlight=False, soft_wrap=True, markup=False)
 

@@ -90,7 +90,7 @@ def test_ads_tables_equal_the_batch_by_batch_truth(
             i["ad_id"],
             i["impression_time"],
             c["click_time"],
-        )  # fmt: skip
+        )
         for i in imps
         for c in clks
         if (i["user_id"], i["ad_id"]) == (c["user_id"], c["ad_id"])

@@ -8,7 +8,8 @@ from eventlake.monitoring.progress import ProgressListener
 
 
 def progress(batch: int, rows: int, dropped: int = 0) -> SimpleNamespace:
-    op = SimpleNamespace(numRowsTotal=7, numRowsDroppedByWatermark=dropped)
+    op = SimpleNamespace(operatorName="dedupeWithinWatermark", numRowsTotal=7,
+                         numRowsDroppedByWatermark=dropped, memoryUsedBytes=4096)  # fmt: skip
     return SimpleNamespace(
         progress=SimpleNamespace(
             name="orders.silver", id="x", batchId=batch, numInputRows=rows,
@@ -30,4 +31,8 @@ def test_listener_prints_a_line_per_batch_and_keeps_totals() -> None:
     assert totals.last_batch_id == 1
     text = console.export_text()
     assert "[orders.silver] batch 1: 50 rows, 10 in/s, 20 proc/s, 1.50s" in text
-    assert "watermark 2026-01-01T00:10:00.000Z, state 7, late dropped 3" in text
+    assert (
+        "watermark 2026-01-01T00:10:00.000Z, state 7 (dedupeWithinWatermark 7 rows/4 KiB), "
+        "late dropped 3" in text
+    )
+    assert totals.peak_state_rows == 7
