@@ -15,6 +15,10 @@ Input: JSON orders ``order_id``, ``user_id``, ``category``, ``region``, ``amount
   (gold/category_orders_sliding).
 - ``high_value``: orders over ``high_value_threshold`` to Kafka, key ``order_id``
   (at-least-once).
+- ``enriched``: orders joined (left) with the static Delta dimension
+  reference/categories (``category``, ``department``, ``margin_rate``): each micro-batch
+  reads the table's latest version, so changes apply to the next batch without a restart
+  (gold/orders_enriched).
 """
 
 from __future__ import annotations
@@ -184,3 +188,38 @@ def high_value(ctx: FlowContext, df: DataFrame) -> DataFrame:
         F.date_format("event_time", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").alias("event_time"),
     )
     return big.select(F.col("order_id").alias("key"), F.to_json(payload).alias("value"))
+
+
+CATEGORIES_DDL = "category STRING, department STRING, margin_rate DOUBLE"
+
+
+def categories(ctx: FlowContext) -> DataFrame:
+    """The dimension table reference/categories, created empty when missing.
+
+    A batch read of a Delta table inside a streaming plan is resolved again for every
+    micro-batch, so each batch joins the table's newest version.
+    """
+    from delta.tables import DeltaTable
+
+    path = str(ctx.table_path("reference", "categories"))
+    if not DeltaTable.isDeltaTable(ctx.spark, path):
+        ctx.spark.createDataFrame([], CATEGORIES_DDL).write.format("delta").save(path)
+    return ctx.spark.read.format("delta").load(path)
+
+
+@orders.flow(source=DeltaInput("silver", "orders"), sink=DeltaOutput("gold", "orders_enriched"))
+def enriched(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Orders with their category's department and margin (stream-static join)."""
+    from pyspark.sql import functions as F
+
+    dims = categories(ctx)
+    joined = df.join(dims, "category", "left")
+    return joined.select(
+        "order_id",
+        "user_id",
+        "category",
+        "department",
+        "amount",
+        (F.col("amount") * F.col("margin_rate")).cast("decimal(18,2)").alias("margin"),
+        "event_time",
+    )
