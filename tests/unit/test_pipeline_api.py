@@ -83,6 +83,7 @@ def test_registry_knows_the_shipped_pipeline_and_rejects_duplicates() -> None:
     assert "orders" in registry.names()
     assert set(registry.get("orders").flows) == {
         "bronze", "silver", "quarantine", "revenue_hourly", "category_sliding", "high_value",
+        "enriched",
     }  # fmt: skip
     with pytest.raises(EventlakeError) as info:
         registry.get("nope")
