@@ -120,7 +120,7 @@ def test_validate_and_config_show_mask_secrets(
 
     valid = run_cli("--config", str(cfg), "validate", "orders")
     assert valid.returncode == 0, valid.stderr
-    assert "pipeline 'orders' is valid: 6 flow(s)" in valid.stdout
+    assert "pipeline 'orders' is valid: 7 flow(s)" in valid.stdout
     # validate works on a scratch lake: the real one stays untouched.
     assert not (tmp_path / "lake").exists()
 
