@@ -73,8 +73,6 @@ def orders(
             "generate needs exactly one of --count N or --rate R (with --seconds S).",
             fix="pass --count 10000, or --rate 200 --seconds 60",
         )
-    state: CliState = ctx.obj
-    bootstrap = bootstrap_servers or state.settings().kafka.bootstrap_servers
     first = datetime.fromisoformat(start.replace("Z", "+00:00")) if start else DEFAULT_START
     config = OrdersConfig(
         seed=seed,
@@ -85,12 +83,9 @@ def orders(
         duplicate_fraction=duplicate_fraction,
         malformed_fraction=malformed_fraction,
     )
-    create_topic(bootstrap, topic, partitions=partitions, exist_ok=True)
     gen = OrdersGenerator(config)
     records = gen.records(count) if count is not None else paced(gen.records(), rate or 1, seconds)
-    kinds = send(bootstrap, topic, records)
-    detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
-    typer.echo(f"produced {sum(kinds.values())} records to '{topic}' on {bootstrap} ({detail})")
+    _produce(ctx, bootstrap_servers, topic, partitions, records)
 
 
 @generate_app.command()
@@ -115,8 +110,6 @@ def cdc(
     tombstones, re-creates, out-of-order, duplicate and malformed events."""
     from eventlake.generator import CdcConfig, CdcGenerator
 
-    state: CliState = ctx.obj
-    bootstrap = bootstrap_servers or state.settings().kafka.bootstrap_servers
     config = CdcConfig(
         seed=seed,
         users=users,
@@ -126,13 +119,10 @@ def cdc(
         malformed_fraction=malformed_fraction,
         snapshot=snapshot,
     )
-    create_topic(bootstrap, topic, partitions=partitions, exist_ok=True)
     records = CdcGenerator(config).records(count)
     if rate is not None:
         records = paced(records, rate, seconds=float("inf"))
-    kinds = send(bootstrap, topic, records)
-    detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
-    typer.echo(f"produced {sum(kinds.values())} records to '{topic}' on {bootstrap} ({detail})")
+    _produce(ctx, bootstrap_servers, topic, partitions, records)
 
 
 def _stream_config(

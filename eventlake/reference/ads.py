@@ -28,7 +28,12 @@ from pydantic import Field
 from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, Pipeline
 from eventlake.pipelines.api import PipelineParams, SparkInterval
 from eventlake.sources import kafka_records
-from eventlake.transforms import checked_events, flatten_window, quarantine_rows
+from eventlake.transforms import (
+    checked_events,
+    deduplicated_events,
+    flatten_window,
+    quarantine_rows,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -73,13 +78,10 @@ CLICK_FIELDS = {
 
 
 def _deduplicated(ctx: FlowContext, df: DataFrame, fields: dict[str, str]) -> DataFrame:
-    from pyspark.sql import functions as F
-
     p = ctx.typed(AdsParams)
     key, *_, time = fields
-    valid = checked_events(kafka_records(df), fields).where(F.col("reason").isNull())
-    typed = valid.select(*fields, "partition", "offset")
-    return ctx.with_watermark(typed, time, p.watermark).dropDuplicatesWithinWatermark([key])
+    records = kafka_records(df)
+    return deduplicated_events(records, fields, time=time, keys=[key], delay=p.watermark)
 
 
 @ads.flow(source=KafkaInput("impressions"), sink=DeltaOutput("silver", "ad_impressions"))

@@ -26,7 +26,12 @@ from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, Pipeline
 from eventlake.pipelines.api import PipelineParams, SparkInterval
 from eventlake.sources import kafka_records
 from eventlake.state import sessions_with_state
-from eventlake.transforms import checked_events, flatten_window, quarantine_rows
+from eventlake.transforms import (
+    checked_events,
+    deduplicated_events,
+    flatten_window,
+    quarantine_rows,
+)
 from eventlake.transforms.durations import interval_ms
 
 if TYPE_CHECKING:
@@ -66,13 +71,9 @@ def checked_clicks(records: DataFrame) -> DataFrame:
 @clickstream.flow(source=KafkaInput(), sink=DeltaOutput("silver", "clicks"))
 def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid events, typed, de-duplicated by event_id within the watermark."""
-    from pyspark.sql import functions as F
-
     p = ctx.typed(ClickstreamParams)
-    valid = checked_clicks(kafka_records(df)).where(F.col("reason").isNull())
-    typed = valid.select(*CLICK_FIELDS, "partition", "offset")
-    return ctx.with_watermark(typed, "event_time", p.watermark).dropDuplicatesWithinWatermark(
-        ["event_id"]
+    return deduplicated_events(
+        kafka_records(df), CLICK_FIELDS, time="event_time", keys=["event_id"], delay=p.watermark
     )
 
 

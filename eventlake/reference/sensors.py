@@ -24,7 +24,12 @@ from pydantic import Field
 from eventlake.pipelines import DeltaInput, DeltaOutput, FanOut, KafkaInput, MergeDelta, Pipeline
 from eventlake.pipelines.api import PipelineParams, SparkInterval
 from eventlake.sources import kafka_records
-from eventlake.transforms import checked_events, flatten_window, quarantine_rows
+from eventlake.transforms import (
+    checked_events,
+    deduplicated_events,
+    flatten_window,
+    quarantine_rows,
+)
 
 if TYPE_CHECKING:
     from delta.tables import DeltaMergeBuilder, DeltaTable
@@ -61,13 +66,13 @@ def checked_readings(records: DataFrame) -> DataFrame:
 @sensors.flow(source=KafkaInput(), sink=DeltaOutput("silver", "sensor_readings"))
 def readings(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid readings, typed, de-duplicated by sensor and event time within the watermark."""
-    from pyspark.sql import functions as F
-
     p = ctx.typed(SensorsParams)
-    valid = checked_readings(kafka_records(df)).where(F.col("reason").isNull())
-    typed = valid.select(*READING_FIELDS, "partition", "offset")
-    return ctx.with_watermark(typed, "event_time", p.watermark).dropDuplicatesWithinWatermark(
-        ["sensor_id", "event_time"]
+    return deduplicated_events(
+        kafka_records(df),
+        READING_FIELDS,
+        time="event_time",
+        keys=["sensor_id", "event_time"],
+        delay=p.watermark,
     )
 
 

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from eventlake.transforms.parsing import (
     checked_events,
+    deduplicated_events,
     first_failure,
     parse_json,
     quarantine_rows,
 )
 from eventlake.transforms.windows import flatten_window
 
-__all__ = ["checked_events", "first_failure", "flatten_window", "parse_json", "quarantine_rows"]
+__all__ = [
+    "checked_events",
+    "deduplicated_events",
+    "first_failure",
+    "flatten_window",
+    "parse_json",
+    "quarantine_rows",
+]

@@ -111,3 +111,16 @@ def checked_events(records: DataFrame, fields: dict[str, str]) -> DataFrame:
         *(col.alias(name) for name, col in typed.items()),
         first_failure(rules).alias("reason"),
     )
+
+
+def deduplicated_events(
+    records: DataFrame, fields: dict[str, str], *, time: str, keys: list[str], delay: str
+) -> DataFrame:
+    """The valid events of :func:`checked_events` (``fields`` plus Kafka ``partition`` and
+    ``offset``), watermarked on ``time`` by ``delay`` and de-duplicated by ``keys`` within
+    it. Here Spark drops an event at or behind the previous batch's watermark."""
+    from pyspark.sql import functions as F
+
+    valid = checked_events(records, fields).where(F.col("reason").isNull())
+    typed = valid.select(*fields, "partition", "offset")
+    return typed.withWatermark(time, delay).dropDuplicatesWithinWatermark(keys)
