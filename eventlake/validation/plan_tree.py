@@ -40,6 +40,15 @@ class PlanNode:
         return any(n.name.startswith("StreamingRelation") for n in self.walk())
 
     @property
+    def stream_stream_join(self) -> bool:
+        """A join of two streams: the only kind that keeps state (stream-static does not)."""
+        return (
+            self.name == "Join"
+            and len(self.children) == 2
+            and all(c.streaming for c in self.children)
+        )
+
+    @property
     def has_watermark(self) -> bool:
         return bool(self.find("EventTimeWatermark"))
 

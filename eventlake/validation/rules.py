@@ -195,7 +195,17 @@ def _partition_columns(flow: PlannedFlow, tree: PlanNode) -> Iterator[tuple[str,
 @rule("EL-W101", WARNING, "a stateful operator without a watermark")
 def _state_without_watermark(flow: PlannedFlow, tree: PlanNode) -> Iterator[tuple[str, str, str]]:
     for node in tree.walk():
-        if node.name in (*STATEFUL, "Join") and node.streaming and not node.has_watermark:
+        if node.stream_stream_join:
+            if all(c.has_watermark for c in node.children):
+                continue
+            yield (
+                "stream-stream Join without a watermark on both inputs",
+                "each side's rows are kept as state until a watermark says no match can "
+                "arrive; the unwatermarked side is kept forever",
+                "add ctx.with_watermark(df, event_time_column, delay) to both inputs and "
+                "bound the match in time in the join condition",
+            )
+        elif node.name in STATEFUL and node.streaming and not node.has_watermark:
             if node.name == "Aggregate" and flow.spec.output_mode != "update":
                 continue  # append: EL-V001; complete keeps all state by design: EL-W106
             yield (

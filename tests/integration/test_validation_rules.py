@@ -207,6 +207,33 @@ def test_w101_state_without_watermark(spark: SparkSession, tmp_path: Path) -> No
     only(check(spark, tmp_path, lambda c, df: df.dropDuplicates(["value"])), "EL-W101")
 
 
+def test_w101_joins(spark: SparkSession, tmp_path: Path) -> None:
+    """A stream-stream join keeps both sides as state; a stream-static join keeps none."""
+
+    def other() -> DataFrame:
+        rate = spark.readStream.format("rate").load()
+        return rate.select(F.col("value").alias("v2"), F.col("timestamp").alias("t2"))
+
+    def stream_stream(c: Any, df: DataFrame) -> DataFrame:
+        return wm(df).join(other(), F.col("value") == F.col("v2"))
+
+    only(check(spark, tmp_path, stream_stream), "EL-W101")
+    assert "stream-stream Join" in check(spark, tmp_path / "a", stream_stream).findings[0].what
+
+    def both_watermarked(c: Any, df: DataFrame) -> DataFrame:
+        right = other().withWatermark("t2", "10 minutes")
+        within = F.expr("t2 BETWEEN timestamp AND timestamp + INTERVAL 5 MINUTES")
+        return wm(df).join(right, (F.col("value") == F.col("v2")) & within)
+
+    assert codes(check(spark, tmp_path / "b", both_watermarked)) == []
+
+    static = spark.range(10).select(F.col("id").alias("v2"), F.lit("x").alias("label"))
+    stream_static = check(
+        spark, tmp_path / "c", lambda c, df: df.join(static, F.col("value") == F.col("v2"), "left")
+    )
+    assert codes(stream_static) == []
+
+
 def test_w102_drop_duplicates_instead_of_within_watermark(
     spark: SparkSession, tmp_path: Path
 ) -> None:
