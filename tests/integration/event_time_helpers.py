@@ -53,9 +53,12 @@ def table(settings: Settings, layer: str, name: str) -> pd.DataFrame:
 
 
 def rows(df: pd.DataFrame, *columns: str) -> set[tuple[Any, ...]]:
-    """The table as a set of tuples; timestamps as 'HH:MM' text when on the minute."""
+    """The table as a set of tuples; timestamps as 'HH:MM' text when on the minute, null
+    timestamps as None."""
 
     def cell(v: Any) -> Any:
+        if v is pd.NaT:
+            return None
         if isinstance(v, (pd.Timestamp, datetime)):
             return v.strftime("%H:%M") if v.second == 0 and v.microsecond == 0 else v.isoformat()
         return v
