@@ -189,7 +189,7 @@ class Pipeline:
         except ValidationError as exc:
             unknown = [e for e in exc.errors() if e["type"] == "extra_forbidden"]
             keys = [
-                f"pipelines.{self.name}." + ".".join(str(p) for p in e["loc"])
+                ".".join([f"pipelines.{self.name}", *(str(p) for p in e["loc"])])
                 for e in (unknown or exc.errors())
             ]
             if unknown:

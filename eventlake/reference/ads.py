@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, Pipeline
 from eventlake.pipelines.api import PipelineParams, SparkInterval
@@ -34,6 +34,7 @@ from eventlake.transforms import (
     flatten_window,
     quarantine_rows,
 )
+from eventlake.transforms.durations import interval_ms
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -55,6 +56,18 @@ class AdsParams(PipelineParams):
         description="Outcomes arrive up to watermark + attribution window behind the newest "
         "impression; this must exceed that.",
     )
+
+    @model_validator(mode="after")
+    def _ctr_watermark_covers_outcomes(self) -> AdsParams:
+        needed = interval_ms(self.watermark) + interval_ms(self.attribution_window)
+        if interval_ms(self.ctr_watermark) <= needed:
+            raise ValueError(
+                f"ctr_watermark ({self.ctr_watermark}) must exceed watermark ({self.watermark})"
+                f" + attribution_window ({self.attribution_window}): an impression without a "
+                "click reaches the outcomes that far behind the newest impression, and "
+                "ctr_hourly would drop it as late"
+            )
+        return self
 
 
 ads = Pipeline(

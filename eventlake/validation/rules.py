@@ -56,6 +56,10 @@ def rule(code: str, severity: str, title: str) -> Callable[..., object]:
     return register
 
 
+def _reads_kafka(flow: PlannedFlow) -> bool:
+    return any(isinstance(i, KafkaInput) for i in flow.spec.all_inputs())
+
+
 def _trigger(flow: PlannedFlow) -> dict[str, object]:
     return parse_trigger(flow.trigger)
 
@@ -229,7 +233,7 @@ def _dedup_keys(flow: PlannedFlow, tree: PlanNode) -> Iterator[tuple[str, str, s
 
 @rule("EL-W103", WARNING, "a Kafka source without maxOffsetsPerTrigger")
 def _kafka_backpressure(flow: PlannedFlow, tree: PlanNode) -> Iterator[tuple[str, str, str]]:
-    if isinstance(flow.spec.source, KafkaInput) and flow.ctx.params.max_offsets_per_trigger is None:
+    if _reads_kafka(flow) and flow.ctx.params.max_offsets_per_trigger is None:
         yield (
             "reads Kafka with no bound on a batch's size",
             "after an outage the first batch takes the whole backlog and may run for hours or fail",
@@ -309,11 +313,7 @@ def _hdfs_state(flow: PlannedFlow, tree: PlanNode) -> Iterator[tuple[str, str, s
 @rule("EL-W109", WARNING, "failOnDataLoss=false without a note")
 def _data_loss(flow: PlannedFlow, tree: PlanNode) -> Iterator[tuple[str, str, str]]:
     p = flow.ctx.params
-    if (
-        isinstance(flow.spec.source, KafkaInput)
-        and not p.fail_on_data_loss
-        and not p.data_loss_note
-    ):
+    if _reads_kafka(flow) and not p.fail_on_data_loss and not p.data_loss_note:
         yield (
             "reads Kafka with fail_on_data_loss=false and no note why",
             "records deleted by retention before they were read are skipped silently",

@@ -56,12 +56,13 @@ def check(
     output_mode: str = "append",
     trigger: str | None = None,
     description: str = "",
+    inputs: dict[str, Input] | None = None,
     **settings: Any,
 ) -> Report:
     pipeline = Pipeline("p", register=False)
     pipeline.flow(
         name="f", source=source or RateInput(), sink=sink or MemoryOutput(),
-        output_mode=output_mode, trigger=trigger, description=description,
+        output_mode=output_mode, trigger=trigger, description=description, inputs=inputs,
     )(transform)  # fmt: skip
     _plan, report = check_pipeline(pipeline, settings_for(tmp_path, **settings), spark)
     return report
@@ -248,6 +249,11 @@ def test_w103_kafka_without_backpressure(spark: SparkSession, tmp_path: Path) ->
         params={"max_offsets_per_trigger": None},
     )  # fmt: skip
     only(report, "EL-W103")
+    second_input = check(
+        spark, tmp_path / "b", lambda c, df: df, inputs={"k": KafkaInput()},
+        params={"max_offsets_per_trigger": None},
+    )  # fmt: skip
+    only(second_input, "EL-W103")
 
 
 def test_w104_once_trigger(spark: SparkSession, tmp_path: Path) -> None:

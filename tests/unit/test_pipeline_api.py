@@ -113,3 +113,14 @@ def test_durations_and_triggers_are_checked_in_config() -> None:
             orders.parse_params(bad)
         assert info.value.code == ErrorCode.CONFIG_INVALID_VALUE
         assert f"pipelines.orders.{next(iter(bad))}" in str(info.value)
+
+
+def test_ads_ctr_watermark_must_cover_the_outcome_lag() -> None:
+    ads = load_pipelines().get("ads")
+    assert ads.parse_params({"ctr_watermark": "16 minutes"})
+    with pytest.raises(EventlakeError) as info:
+        ads.parse_params({"watermark": "20 minutes", "ctr_watermark": "25 minutes"})
+    assert info.value.code == ErrorCode.CONFIG_INVALID_VALUE
+    message = str(info.value)
+    assert "pipelines.ads: " in message
+    assert "must exceed watermark (20 minutes) + attribution_window (5 minutes)" in message
