@@ -38,6 +38,7 @@ def kept_clicks(
     """Valid clicks that survive the late rule and de-duplication, the final watermark, and
     the watermarks recomputed per batch (to compare with Spark's log)."""
     batches = kafka_batches(checkpoint)
+    assert sum(any(a < b for a, b in k.ranges.values()) for k in batches) >= 4, "too few batches"
     valid = [
         Click(
             p,

@@ -31,7 +31,7 @@ def test_clickstream_tables_equal_the_batch_by_batch_truth(
 ) -> None:
     topic = make_topic(partitions=2, prefix="clicks")
     settings = event_settings(
-        bootstrap, tmp_path, "clickstream", topic=topic, max_offsets_per_trigger=60
+        bootstrap, tmp_path, "clickstream", topic=topic, max_offsets_per_trigger=120
     )
     gen = ClicksGenerator(ClicksConfig(
         seed=11, late_fraction=0.04, late_delay=timedelta(minutes=40),

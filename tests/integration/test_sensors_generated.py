@@ -52,7 +52,7 @@ def test_sensor_statistics_equal_the_batch_by_batch_truth(
 ) -> None:
     topic = make_topic(partitions=2, prefix="sensors")
     settings = event_settings(bootstrap, tmp_path, "sensors", topic=topic,
-                              max_offsets_per_trigger=60)  # fmt: skip
+                              max_offsets_per_trigger=120)  # fmt: skip
     gen = SensorsGenerator(SensorsConfig(
         seed=2, late_fraction=0.04, late_delay=timedelta(minutes=12),
         out_of_order_fraction=0.1, duplicate_fraction=0.05, malformed_fraction=0.03,
@@ -73,6 +73,7 @@ def test_sensor_statistics_equal_the_batch_by_batch_truth(
             valid.append({**d, "temperature": temperature, "_p": p, "_o": o,
                           "event_time": parse_time(d["event_time"])})  # fmt: skip
     batches = kafka_batches(settings.checkpoints.for_flow("sensors", "readings"))
+    assert sum(any(a < b for a, b in k.ranges.values()) for k in batches) >= 4, "too few batches"
     grouped = by_batch(valid, batches, lambda r: (topic, r["_p"], r["_o"]))
     seen: set[tuple[str, datetime]] = set()
     kept = []
