@@ -60,9 +60,7 @@ def test_ads_tables_equal_the_batch_by_batch_truth(
 ) -> None:
     topics = {IMPRESSIONS: make_topic(partitions=2, prefix="imp"),
               CLICKS: make_topic(partitions=2, prefix="clk")}  # fmt: skip
-    settings = event_settings(
-        bootstrap, tmp_path, "ads", topics=topics, max_offsets_per_trigger=80
-    )
+    settings = event_settings(bootstrap, tmp_path, "ads", topics=topics, max_offsets_per_trigger=80)
     gen = AdsGenerator(AdsConfig(
         seed=5, late_fraction=0.04, late_delay=timedelta(minutes=40),
         out_of_order_fraction=0.1, duplicate_fraction=0.05, malformed_fraction=0.03,
