@@ -124,3 +124,18 @@ def test_ads_ctr_watermark_must_cover_the_outcome_lag() -> None:
     message = str(info.value)
     assert "pipelines.ads: " in message
     assert "must exceed watermark (20 minutes) + attribution_window (5 minutes)" in message
+
+
+def test_shipped_config_has_a_section_per_pipeline_holding_its_defaults() -> None:
+    """eventlake.yaml documents every shipped pipeline's settings; its values are the code's
+    defaults, so the two cannot drift apart."""
+    from pathlib import Path
+
+    from eventlake.config import load_settings
+
+    settings = load_settings(Path(__file__).parents[2] / "eventlake.yaml")
+    registry = load_pipelines()
+    assert set(settings.pipelines) == set(registry.names())
+    for name in registry.names():
+        pipeline = registry.get(name)
+        assert pipeline.parse_params(settings.pipelines[name]) == pipeline.params(), name
