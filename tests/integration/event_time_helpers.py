@@ -71,25 +71,30 @@ def at(hhmmss: str, day: str = "2026-03-01") -> str:
     return f"{day}T{hhmmss}Z"
 
 
-def read_topic(
-    bootstrap: str, topic: str, fields: tuple[str, ...], time: str
-) -> list[tuple[int, int, dict[str, Any] | None]]:
-    """(partition, offset, event or None when it is not a valid event with ``fields``) for
-    every record of the topic, read back from Kafka."""
+def read_records(bootstrap: str, topic: str) -> list[tuple[int, int, bytes | None]]:
+    """(partition, offset, value) of every record of the topic, read back from Kafka."""
     total = sum(topic_offsets(bootstrap, topic).values())
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("g"),
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
     consumer.subscribe([topic])
-    out: list[tuple[int, int, dict[str, Any] | None]] = []
+    out: list[tuple[int, int, bytes | None]] = []
     try:
         while len(out) < total:
             msg = consumer.poll(10)
             assert msg is not None, f"read {len(out)} of {total} records"
             if msg.error() is None:
-                out.append((msg.partition(), msg.offset(), _valid(msg.value(), fields, time)))
+                out.append((msg.partition(), msg.offset(), msg.value()))
     finally:
         consumer.close()
     return out
+
+
+def read_topic(
+    bootstrap: str, topic: str, fields: tuple[str, ...], time: str
+) -> list[tuple[int, int, dict[str, Any] | None]]:
+    """(partition, offset, event or None when it is not a valid event with ``fields``) for
+    every record of the topic, read back from Kafka."""
+    return [(p, o, _valid(v, fields, time)) for p, o, v in read_records(bootstrap, topic)]
 
 
 def _valid(value: bytes | None, fields: tuple[str, ...], time: str) -> dict[str, Any] | None:
