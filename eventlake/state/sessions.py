@@ -108,15 +108,19 @@ class SessionProcessor(StatefulProcessor):
     def _load(self) -> list[Session]:
         return [Session.from_state(t) for t in self.open.get()] if self.open.exists() else []
 
-    def _save(self, sessions: list[Session]) -> None:
-        for timer in list(self.handle.listTimers()):
+    def _save(self, sessions: list[Session], fired: int | None = None) -> None:
+        """Keep ``sessions`` with one timer at each end. ``fired``: the timer being handled,
+        which Spark deletes itself once the handler returns."""
+        ends = {s.end_ms(self.gap_ms) for s in sessions}
+        timers = {int(t) for t in self.handle.listTimers()} - {fired}
+        for timer in timers - ends:
             self.handle.deleteTimer(timer)
-        if not sessions:
+        for end in ends - timers:
+            self.handle.registerTimer(end)
+        if sessions:
+            self.open.put([s.to_state() for s in sessions])
+        else:
             self.open.clear()
-            return
-        self.open.put([s.to_state() for s in sessions])
-        for s in sessions:
-            self.handle.registerTimer(s.end_ms(self.gap_ms))
 
     def handleInputRows(
         self, key: Any, rows: Iterator[Any], timerValues: TimerValues
@@ -133,7 +137,7 @@ class SessionProcessor(StatefulProcessor):
         expiry = expiredTimerInfo.getExpiryTimeInMs()
         sessions = self._load()
         closed = [s for s in sessions if s.end_ms(self.gap_ms) <= expiry]
-        self._save([s for s in sessions if s.end_ms(self.gap_ms) > expiry])
+        self._save([s for s in sessions if s.end_ms(self.gap_ms) > expiry], fired=expiry)
         for s in closed:
             yield Row(
                 user_id=key[0],
