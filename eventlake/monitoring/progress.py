@@ -104,13 +104,16 @@ class ProgressListener(StreamingQueryListener):
         while (item := self._queue.get()) is not None:
             with self._lock:
                 t = self.totals.setdefault(item.query, FlowTotals())
-                t.batches += 1
+                # A no-data batch (new id, no rows) is where the watermark closes windows
+                # and evicts state: shown. A repeated id is an idle report: not shown.
+                new_batch = item.batch_id != t.last_batch_id
+                t.batches += new_batch
                 t.input_rows += item.input_rows
                 t.dropped_by_watermark += item.dropped_by_watermark
                 t.last_batch_id = item.batch_id
                 t.state_rows = item.state_rows
                 t.peak_state_rows = max(t.peak_state_rows, item.state_rows)
-            if self._show and (item.input_rows or item.dropped_by_watermark):
+            if self._show and (new_batch or item.input_rows or item.dropped_by_watermark):
                 self._console.print(item.line(), highlight=False, soft_wrap=True, markup=False)
 
     def snapshot(self) -> dict[str, FlowTotals]:

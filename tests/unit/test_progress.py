@@ -24,11 +24,13 @@ def test_listener_prints_a_line_per_batch_and_keeps_totals() -> None:
     listener = ProgressListener(console)
     listener.onQueryProgress(progress(0, 100))
     listener.onQueryProgress(progress(1, 50, dropped=3))
+    listener.onQueryProgress(progress(2, 0))  # a no-data batch: the watermark closes windows
+    listener.onQueryProgress(progress(2, 0))  # the same batch again: an idle report
     listener.onQueryProgress(SimpleNamespace(progress=None))  # never raises into Spark
     listener.close()
     totals = listener.totals["orders.silver"]
-    assert (totals.batches, totals.input_rows, totals.dropped_by_watermark) == (2, 150, 3)
-    assert totals.last_batch_id == 1
+    assert (totals.batches, totals.input_rows, totals.dropped_by_watermark) == (3, 150, 3)
+    assert totals.last_batch_id == 2
     text = console.export_text()
     assert "[orders.silver] batch 1: 50 rows, 10 in/s, 20 proc/s, 1.50s" in text
     assert (
@@ -36,3 +38,4 @@ def test_listener_prints_a_line_per_batch_and_keeps_totals() -> None:
         "late dropped 3" in text
     )
     assert totals.peak_state_rows == 7
+    assert text.count("[orders.silver] batch 2: 0 rows") == 1
