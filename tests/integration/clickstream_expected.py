@@ -1,19 +1,17 @@
-"""The clickstream tables computed independently (plain Python + pandas) from the records
-each micro-batch read, with Spark's watermark rule applied batch by batch."""
+"""The clickstream tables computed independently (plain Python, no Spark and none of
+eventlake's transforms) from the records each micro-batch read, with Spark's watermark
+rule applied batch by batch."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from eventlake.state.sessions import Session, merge_sessions
 from eventlake.testing.watermark import by_batch, kafka_batches, not_late, watermarks
-
-MS = timedelta(milliseconds=1)
-EPOCH = datetime(1970, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -76,16 +74,23 @@ def clicks_5min(kept: list[Click], closed_by: datetime) -> set[tuple[Any, ...]]:
 
 
 def sessions(kept: list[Click], gap: timedelta, closed_by: datetime) -> set[tuple[Any, ...]]:
-    """(start, end, user, events, distinct pages, first page, last page) per closed session."""
-    gap_ms = int(gap / MS)
-    by_user: dict[str, list[Session]] = defaultdict(list)
-    for c in kept:
-        by_user[c.user_id].append(Session.event(int((c.event_time - EPOCH) / MS), c.page))
+    """(start, end, user, events, distinct pages, first page, last page) per closed session,
+    computed without eventlake's session code: per user, events in time order; an event
+    more than ``gap`` after the previous one starts a new session, which ends ``gap`` after
+    its last event. Ties at the first (last) instant take the smallest (largest) page."""
     out = set()
-    for user, events in by_user.items():
-        for s in merge_sessions(events, gap_ms):
-            end = EPOCH + s.end_ms(gap_ms) * MS
-            if end <= closed_by:
-                start = EPOCH + s.start_ms * MS
-                out.add((start, end, user, s.events, len(s.pages), s.first_page, s.last_page))
+    events = sorted((c.user_id, c.event_time, c.page) for c in kept)
+    for user, rows in groupby(events, key=lambda e: e[0]):
+        session: list[tuple[datetime, str]] = []
+        for _, time, page in [*rows, (user, None, None)]:
+            if session and (time is None or time > session[-1][0] + gap):
+                start, end = session[0][0], session[-1][0] + gap
+                if end <= closed_by:
+                    firsts = [pg for t, pg in session if t == start]
+                    lasts = [pg for t, pg in session if t == session[-1][0]]
+                    out.add((start, end, user, len(session), len({pg for _, pg in session}),
+                             min(firsts), max(lasts)))  # fmt: skip
+                session = []
+            if time is not None:
+                session.append((time, page))
     return out
