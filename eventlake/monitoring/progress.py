@@ -34,11 +34,10 @@ class BatchProgress:
         )
 
     def line(self) -> str:
-        wm = self.watermark if self.watermark and not self.watermark.startswith("1970") else "-"
         return (
             f"[{self.query}] batch {self.batch_id}: {self.input_rows} rows, "
             f"{self.input_rows_per_second:.0f} in/s, {self.processed_rows_per_second:.0f} proc/s, "
-            f"{self.batch_duration_ms / 1000:.2f}s, watermark {wm}, "
+            f"{self.batch_duration_ms / 1000:.2f}s, watermark {self.watermark or '-'}, "
             f"state {self.state_rows}"
             + (f" ({self.state_detail()})" if self.operators else "")
             + f", late dropped {self.dropped_by_watermark}"
@@ -52,12 +51,14 @@ class FlowTotals:
     dropped_by_watermark: int = 0
     last_batch_id: int | None = None
     state_rows: int = 0
+    watermark: str | None = None
     #: The largest state (rows, all operators) any batch of the run ended with.
     peak_state_rows: int = 0
 
 
 def _progress(p: Any) -> BatchProgress:
     ops = list(p.stateOperators or [])
+    watermark = (p.eventTime or {}).get("watermark")  # the epoch until the first event
     return BatchProgress(
         query=p.name or str(p.id),
         batch_id=int(p.batchId),
@@ -65,7 +66,7 @@ def _progress(p: Any) -> BatchProgress:
         input_rows_per_second=float(p.inputRowsPerSecond or 0.0),
         processed_rows_per_second=float(p.processedRowsPerSecond or 0.0),
         batch_duration_ms=int(p.batchDuration),
-        watermark=(p.eventTime or {}).get("watermark"),
+        watermark=None if watermark is None or watermark.startswith("1970") else watermark,
         state_rows=sum(int(op.numRowsTotal) for op in ops),
         dropped_by_watermark=sum(int(op.numRowsDroppedByWatermark) for op in ops),
         operators=tuple(
@@ -104,16 +105,20 @@ class ProgressListener(StreamingQueryListener):
         while (item := self._queue.get()) is not None:
             with self._lock:
                 t = self.totals.setdefault(item.query, FlowTotals())
-                # A no-data batch (new id, no rows) is where the watermark closes windows
-                # and evicts state: shown. A repeated id is an idle report: not shown.
+                # A batch without rows is worth a line when the watermark moved or the
+                # state changed: the no-data batch where windows close and state falls.
+                # Not a repeated report of one batch, nor an empty batch that did nothing.
                 new_batch = item.batch_id != t.last_batch_id
+                moved = (item.watermark, item.state_rows) != (t.watermark, t.state_rows)
                 t.batches += new_batch
                 t.input_rows += item.input_rows
                 t.dropped_by_watermark += item.dropped_by_watermark
                 t.last_batch_id = item.batch_id
                 t.state_rows = item.state_rows
+                t.watermark = item.watermark
                 t.peak_state_rows = max(t.peak_state_rows, item.state_rows)
-            if self._show and (new_batch or item.input_rows or item.dropped_by_watermark):
+            shown = item.input_rows or item.dropped_by_watermark or (new_batch and moved)
+            if self._show and shown:
                 self._console.print(item.line(), highlight=False, soft_wrap=True, markup=False)
 
     def snapshot(self) -> dict[str, FlowTotals]:

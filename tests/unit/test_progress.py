@@ -7,14 +7,16 @@ from rich.console import Console
 from eventlake.monitoring.progress import ProgressListener
 
 
-def progress(batch: int, rows: int, dropped: int = 0) -> SimpleNamespace:
-    op = SimpleNamespace(operatorName="dedupeWithinWatermark", numRowsTotal=7,
+def progress(
+    batch: int, rows: int, dropped: int = 0, state: int = 7, watermark: str = "00:10"
+) -> SimpleNamespace:
+    op = SimpleNamespace(operatorName="dedupeWithinWatermark", numRowsTotal=state,
                          numRowsDroppedByWatermark=dropped, memoryUsedBytes=4096)  # fmt: skip
     return SimpleNamespace(
         progress=SimpleNamespace(
             name="orders.silver", id="x", batchId=batch, numInputRows=rows,
             inputRowsPerSecond=10.0, processedRowsPerSecond=20.0, batchDuration=1500,
-            eventTime={"watermark": "2026-01-01T00:10:00.000Z"}, stateOperators=[op],
+            eventTime={"watermark": f"2026-01-01T{watermark}:00.000Z"}, stateOperators=[op],
         )
     )  # fmt: skip
 
@@ -24,13 +26,15 @@ def test_listener_prints_a_line_per_batch_and_keeps_totals() -> None:
     listener = ProgressListener(console)
     listener.onQueryProgress(progress(0, 100))
     listener.onQueryProgress(progress(1, 50, dropped=3))
-    listener.onQueryProgress(progress(2, 0))  # a no-data batch: the watermark closes windows
-    listener.onQueryProgress(progress(2, 0))  # the same batch again: an idle report
+    listener.onQueryProgress(progress(2, 0))  # an empty batch that changed nothing
+    # A no-data batch: the watermark moved, windows closed, state fell.
+    listener.onQueryProgress(progress(3, 0, state=2, watermark="00:20"))
+    listener.onQueryProgress(progress(3, 0, state=2, watermark="00:20"))  # the same, again
     listener.onQueryProgress(SimpleNamespace(progress=None))  # never raises into Spark
     listener.close()
     totals = listener.totals["orders.silver"]
-    assert (totals.batches, totals.input_rows, totals.dropped_by_watermark) == (3, 150, 3)
-    assert totals.last_batch_id == 2
+    assert (totals.batches, totals.input_rows, totals.dropped_by_watermark) == (4, 150, 3)
+    assert totals.last_batch_id == 3
     text = console.export_text()
     assert "[orders.silver] batch 1: 50 rows, 10 in/s, 20 proc/s, 1.50s" in text
     assert (
@@ -38,4 +42,7 @@ def test_listener_prints_a_line_per_batch_and_keeps_totals() -> None:
         "late dropped 3" in text
     )
     assert totals.peak_state_rows == 7
-    assert text.count("[orders.silver] batch 2: 0 rows") == 1
+    assert totals.state_rows == 2
+    assert "batch 2:" not in text
+    assert text.count("[orders.silver] batch 3: 0 rows") == 1
+    assert "watermark 2026-01-01T00:20:00.000Z, state 2 (" in text
