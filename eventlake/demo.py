@@ -23,6 +23,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -36,7 +37,7 @@ from eventlake.kafka import EmbeddedKafkaBroker, create_topic, topic_offsets
 from eventlake.monitoring import ProgressListener
 from eventlake.paths import state_dir
 from eventlake.pipelines.loader import load_pipelines
-from eventlake.pipelines.runner import run_plan
+from eventlake.pipelines.runner import RunResult, run_plan
 from eventlake.session import get_spark
 from eventlake.validation import check_pipeline, require_valid
 
@@ -195,7 +196,6 @@ def run_users_demo(demo: Settings, spark: SparkSession, console: Console) -> Non
     from deltalake import DeltaTable
 
     from eventlake.generator import CdcConfig, CdcGenerator
-    from eventlake.pipelines.plan import build_plan
     from eventlake.postgres import EmbeddedPostgres
 
     server = EmbeddedPostgres(demo.postgres)
@@ -215,12 +215,7 @@ def run_users_demo(demo: Settings, spark: SparkSession, console: Console) -> Non
         )  # fmt: skip
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(produced.items()))
         console.print(f"produced {USERS_CDC_RECORDS} change events ({kinds})")
-        plan = build_plan(load_pipelines().get("users"), demo, spark, trigger="available-now")
-        listener = ProgressListener(console)
-        try:
-            run_plan(plan, listener=listener)
-        finally:
-            listener.close()
+        _run_available_now("users", demo, spark, console)
         names = ("bronze/users_cdc", "silver/users", "silver/users_history",
                  "silver/users_quarantine")  # fmt: skip
         table = _rows_table("users CDC: Delta and PostgreSQL", demo, names)
@@ -248,7 +243,6 @@ def run_clickstream_demo(demo: Settings, spark: SparkSession, console: Console) 
     """The clickstream pipeline in two available-now runs on one checkpoint: late clicks
     dropped, closed windows and sessions written, both session tables equal."""
     from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
-    from eventlake.pipelines.plan import build_plan
 
     topic = demo.pipelines["clickstream"]["topic"]
     bootstrap = demo.kafka.bootstrap_servers
@@ -257,6 +251,8 @@ def run_clickstream_demo(demo: Settings, spark: SparkSession, console: Console) 
         ClicksConfig(
             seed=int(time.time()) % 10_000,
             late_fraction=0.05,
+            # 30 min behind the clock, so some land behind the 10-minute watermark
+            late_delay=timedelta(minutes=30),
             out_of_order_fraction=0.1,
             duplicate_fraction=0.03,
             malformed_fraction=0.02,
@@ -267,13 +263,7 @@ def run_clickstream_demo(demo: Settings, spark: SparkSession, console: Console) 
     late = 0
     for _ in range(2):
         send(bootstrap, topic, generator.records(CLICKS_PER_RUN))
-        plan = build_plan(load_pipelines().get("clickstream"), demo, spark,
-                          trigger="available-now")  # fmt: skip
-        listener = ProgressListener(console)
-        try:
-            result = run_plan(plan, listener=listener)
-        finally:
-            listener.close()
+        result = _run_available_now("clickstream", demo, spark, console)
         clicks = result.flows.get("clickstream.clicks")
         late += clicks.dropped_by_watermark if clicks else 0
 
@@ -293,6 +283,20 @@ def run_clickstream_demo(demo: Settings, spark: SparkSession, console: Console) 
         f"closed sessions: session_window and transformWithState "
         f"{'agree' if same else 'DIFFER'} ({len(plain)} sessions)"
     )
+
+
+def _run_available_now(
+    name: str, demo: Settings, spark: SparkSession, console: Console
+) -> RunResult:
+    """Run one shipped pipeline with ``available-now``, printing its progress."""
+    from eventlake.pipelines.plan import build_plan
+
+    plan = build_plan(load_pipelines().get(name), demo, spark, trigger="available-now")
+    listener = ProgressListener(console)
+    try:
+        return run_plan(plan, listener=listener)
+    finally:
+        listener.close()
 
 
 def _read(settings: Settings, name: str) -> pa.Table:
