@@ -39,6 +39,7 @@ from eventlake.paths import state_dir
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.runner import RunResult, run_plan
 from eventlake.session import get_spark
+from eventlake.testing import read_delta
 from eventlake.validation import check_pipeline, require_valid
 
 if TYPE_CHECKING:
@@ -193,7 +194,6 @@ USERS_CDC_RECORDS = 3000
 def run_users_demo(demo: Settings, spark: SparkSession, console: Console) -> None:
     """The users CDC pipeline: change events -> SCD1/SCD2 Delta tables and PostgreSQL."""
     import psycopg
-    from deltalake import DeltaTable
 
     from eventlake.generator import CdcConfig, CdcGenerator
     from eventlake.postgres import EmbeddedPostgres
@@ -219,7 +219,7 @@ def run_users_demo(demo: Settings, spark: SparkSession, console: Console) -> Non
         names = ("bronze/users_cdc", "silver/users", "silver/users_history",
                  "silver/users_quarantine")  # fmt: skip
         table = _rows_table("users CDC: Delta and PostgreSQL", demo, names)
-        delta_users = DeltaTable(str(demo.lake.table_path("silver", "users"))).to_pandas()
+        delta_users = _read(demo, "silver/users").to_pandas()
         with psycopg.connect(**pg.connect_kwargs()) as conn:
             pg_rows = conn.execute(
                 f'SELECT user_id, email, tier FROM "{params["postgres_table"]}"'
@@ -301,10 +301,8 @@ def _run_available_now(
 
 def _read(settings: Settings, name: str) -> pa.Table:
     """A lake table, ``layer/table``, read with delta-rs."""
-    from deltalake import DeltaTable
-
     layer, table = name.split("/")
-    return DeltaTable(str(settings.lake.table_path(layer, table))).to_pyarrow_table()
+    return read_delta(settings.lake.table_path(layer, table))
 
 
 def _rows_table(title: str, settings: Settings, names: tuple[str, ...]) -> Table:
@@ -335,8 +333,6 @@ def _collect(summary: DemoSummary, settings: Settings, bootstrap: str, high: str
 
 
 def _print_summary(console: Console, s: DemoSummary, settings: Settings) -> None:
-    from deltalake import DeltaTable
-
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.produced.items()))
     console.print(f"\nproduced {sum(s.produced.values())} records ({kinds})")
     tables = Table(title=f"eventlake demo: tables under {s.lake}")
@@ -355,7 +351,7 @@ def _print_summary(console: Console, s: DemoSummary, settings: Settings) -> None
         f"(the generator sent {s.produced.get('duplicate', 0)} duplicates)"
     )
 
-    gold = DeltaTable(str(settings.lake.table_path("gold", "revenue_hourly"))).to_pandas()
+    gold = _read(settings, "gold/revenue_hourly").to_pandas()
     top = Table(title="gold/revenue_hourly (latest closed windows)")
     for col in ("window_start", "window_end", "category", "order_count", "total_amount"):
         top.add_column(col)
