@@ -11,18 +11,29 @@ import platform
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eventlake.config import KafkaSettings, Settings, SparkSettings
+from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
 from eventlake.generator import generate_orders, order_records
 from eventlake.kafka import EmbeddedKafkaBroker, create_topic, produce
-from eventlake.queries import await_finished
+from eventlake.pipelines import FlowContext, Pipeline
+from eventlake.run import run_pipeline
 from eventlake.session import get_spark
-from eventlake.sinks import DeltaAppendSink
-from eventlake.sources import KafkaSource, kafka_records
-from eventlake.testing import free_port, read_delta
+from eventlake.testing import free_port, read_delta, settings_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 EVENTS = 200_000
 RESULTS = Path(__file__).parent / "results"
+
+ingest = Pipeline("bench")
+
+
+@ingest.flow(input=KafkaInput(), output=DeltaOutput("bronze", "orders"))
+def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Every Kafka record as received."""
+    return kafka_records(df)
 
 
 def main() -> None:
@@ -35,22 +46,14 @@ def main() -> None:
             produce(bootstrap, "orders", order_records(generate_orders(EVENTS, seed=1)))
             produce_s = time.perf_counter() - t0
 
-            spark = get_spark(Settings(spark=SparkSettings(master="local[2]")))
-            source = KafkaSource(
-                topics=("orders",),
-                kafka=KafkaSettings(bootstrap_servers=bootstrap),
-                max_offsets_per_trigger=100_000,
+            settings = settings_for(
+                root, bootstrap, bench={"topic": "orders", "max_offsets_per_trigger": 100_000}
             )
+            spark = get_spark(settings)
             t0 = time.perf_counter()
-            query = DeltaAppendSink(path=root / "bronze").start(
-                kafka_records(source.read_stream(spark)),
-                query_name="bench.bronze",
-                checkpoint=root / "cp",
-                trigger="available-now",
-            )
-            await_finished(query, timeout=1800)
+            run_pipeline(ingest, settings, trigger="available-now")
             ingest_s = time.perf_counter() - t0
-            rows = read_delta(root / "bronze").num_rows
+            rows = read_delta(settings.lake.table_path("bronze", "orders")).num_rows
             spark.stop()
     result = {
         "benchmark": "kafka_to_delta_bronze",

@@ -37,14 +37,14 @@ from eventlake.kafka import EmbeddedKafkaBroker, create_topic, topic_offsets
 from eventlake.monitoring import ProgressListener
 from eventlake.paths import state_dir
 from eventlake.pipelines.loader import load_pipelines
-from eventlake.pipelines.runner import RunResult, run_plan
-from eventlake.session import get_spark
+from eventlake.pipelines.runner import RunResult
+from eventlake.run import run_pipeline
 from eventlake.testing import read_delta
-from eventlake.validation import check_pipeline, require_valid
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import SparkSession
+
+    from eventlake.pipelines import Registry
 
 DEMO_TRIGGER = "10 seconds"
 
@@ -134,11 +134,7 @@ def run_demo(
     try:
         create_topic(broker.bootstrap_servers, params["topic"], partitions=3)
         create_topic(broker.bootstrap_servers, params["high_value_topic"], partitions=1)
-        pipeline = load_pipelines().get("orders")
-        with console.status("starting Spark and planning the orders pipeline"):
-            spark = get_spark(demo)
-            plan, report = check_pipeline(pipeline, demo, spark)
-            require_valid(report)
+        registry = load_pipelines()
         listener = ProgressListener(console)
         summary = DemoSummary(produced=Counter(), lake=demo.lake.root)
         generator = OrdersGenerator(
@@ -160,22 +156,28 @@ def run_demo(
             finally:
                 stop.set()
 
-        console.print(
-            f"streaming ~{rate:.0f} orders/s for {seconds:.0f}s into '{params['topic']}'; "
-            f"flows trigger every {DEMO_TRIGGER} (Ctrl-C stops cleanly)"
-        )
         feeder = threading.Thread(target=produce_then_stop, name="demo-generator", daemon=True)
-        feeder.start()
+
+        def start_feeding(plan: object, report: object) -> None:
+            console.print(
+                f"streaming ~{rate:.0f} orders/s for {seconds:.0f}s into '{params['topic']}'; "
+                f"flows trigger every {DEMO_TRIGGER} (Ctrl-C stops cleanly)"
+            )
+            feeder.start()
+
+        console.print("starting Spark and planning the orders pipeline")
         try:
-            run_plan(plan, stop=stop, listener=listener)
+            run_pipeline("orders", demo, registry=registry, listener=listener, stop=stop,
+                         on_plan=start_feeding)  # fmt: skip
         finally:
             listener.close()
-            feeder.join(timeout=5)
+            if feeder.ident is not None:
+                feeder.join(timeout=5)
         _collect(summary, demo, broker.bootstrap_servers, params["high_value_topic"])
         _print_summary(console, summary, demo)
         if not stop_requested(stop, summary):
-            run_users_demo(demo, spark, console)
-            run_clickstream_demo(demo, spark, console)
+            run_users_demo(demo, registry, console)
+            run_clickstream_demo(demo, registry, console)
     finally:
         if started_here:
             with console.status("stopping the broker"):
@@ -191,7 +193,7 @@ def stop_requested(stop: threading.Event, summary: DemoSummary) -> bool:
 USERS_CDC_RECORDS = 3000
 
 
-def run_users_demo(demo: Settings, spark: SparkSession, console: Console) -> None:
+def run_users_demo(demo: Settings, registry: Registry, console: Console) -> None:
     """The users CDC pipeline: change events -> SCD1/SCD2 Delta tables and PostgreSQL."""
     import psycopg
 
@@ -215,7 +217,7 @@ def run_users_demo(demo: Settings, spark: SparkSession, console: Console) -> Non
         )  # fmt: skip
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(produced.items()))
         console.print(f"produced {USERS_CDC_RECORDS} change events ({kinds})")
-        _run_available_now("users", demo, spark, console)
+        _run_available_now("users", demo, registry, console)
         names = ("bronze/users_cdc", "silver/users", "silver/users_history",
                  "silver/users_quarantine")  # fmt: skip
         table = _rows_table("users CDC: Delta and PostgreSQL", demo, names)
@@ -239,7 +241,7 @@ def run_users_demo(demo: Settings, spark: SparkSession, console: Console) -> Non
 CLICKS_PER_RUN = 600
 
 
-def run_clickstream_demo(demo: Settings, spark: SparkSession, console: Console) -> None:
+def run_clickstream_demo(demo: Settings, registry: Registry, console: Console) -> None:
     """The clickstream pipeline in two available-now runs on one checkpoint: late clicks
     dropped, closed windows and sessions written, both session tables equal."""
     from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
@@ -263,7 +265,7 @@ def run_clickstream_demo(demo: Settings, spark: SparkSession, console: Console) 
     late = 0
     for _ in range(2):
         send(bootstrap, topic, generator.records(CLICKS_PER_RUN))
-        result = _run_available_now("clickstream", demo, spark, console)
+        result = _run_available_now("clickstream", demo, registry, console)
         clicks = result.flows.get("clickstream.clicks")
         late += clicks.dropped_by_watermark if clicks else 0
 
@@ -286,15 +288,13 @@ def run_clickstream_demo(demo: Settings, spark: SparkSession, console: Console) 
 
 
 def _run_available_now(
-    name: str, demo: Settings, spark: SparkSession, console: Console
+    name: str, demo: Settings, registry: Registry, console: Console
 ) -> RunResult:
-    """Run one shipped pipeline with ``available-now``, printing its progress."""
-    from eventlake.pipelines.plan import build_plan
-
-    plan = build_plan(load_pipelines().get(name), demo, spark, trigger="available-now")
+    """Run one shipped pipeline with ``available-now``, validated, printing its progress."""
     listener = ProgressListener(console)
     try:
-        return run_plan(plan, listener=listener)
+        return run_pipeline(name, demo, trigger="available-now", registry=registry,
+                            listener=listener)  # fmt: skip
     finally:
         listener.close()
 

@@ -1,12 +1,29 @@
-"""One root exception with stable codes, and the one place Spark/JVM errors are translated.
+"""One root exception, a subclass per category, stable codes, and the one place Spark and
+JVM errors are translated.
 
-Every error a user can hit says what happened, what was expected and how to fix it.
+Every error a user can hit says what happened, what was expected and how to fix it. The
+code table (:data:`CODES`, read from ``resources/codes.yaml``) holds each code's category,
+title and default texts; a raise site adds what happened and, where it knows more, a more
+precise expectation or fix. Validation findings (``EL-V…`` errors, ``EL-W…`` warnings) are
+registered in the same table.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import StrEnum
+from importlib import resources
+from typing import Any
+
+
+class Category(StrEnum):
+    CONFIG = "config"
+    DEFINITION = "pipeline definition"
+    CONNECTOR = "connector"
+    RUNTIME = "runtime"
+    VALIDATION = "validation"
 
 
 class ErrorCode(StrEnum):
@@ -41,8 +58,62 @@ class ErrorCode(StrEnum):
     SINK_WRITE_FAILED = "EL-SINK-001"
 
 
+@dataclass(frozen=True)
+class Code:
+    """One entry of the code table."""
+
+    code: str
+    category: Category
+    title: str
+    expected: str | None = None
+    fix: str | None = None
+    #: For validation codes: why the finding matters.
+    why: str | None = None
+    #: For validation codes: "error" stops a run, "warning" does not (unless --strict).
+    severity: str = "error"
+
+
+def _load_codes() -> dict[str, Code]:
+    import yaml
+
+    text = resources.files("eventlake.resources").joinpath("codes.yaml").read_text()
+    table: dict[str, dict[str, str]] = yaml.safe_load(text)
+    return {
+        code: Code(
+            code=code,
+            category=Category(row["category"]),
+            title=row["title"],
+            expected=row.get("expected"),
+            fix=row.get("fix"),
+            why=row.get("why"),
+            severity=row.get("severity", "error"),
+        )
+        for code, row in table.items()
+    }
+
+
+#: The code table, ``eventlake/resources/codes.yaml``: every error and validation code.
+CODES: dict[str, Code] = _load_codes()
+
+
 class EventlakeError(Exception):
-    """Root of every error eventlake raises on purpose."""
+    """Root of every error eventlake raises on purpose.
+
+    ``EventlakeError(code, what)`` builds the subclass of the code's category
+    (:class:`ConfigError`, :class:`PipelineDefinitionError`, :class:`ConnectorError`,
+    :class:`PipelineRuntimeError`), so callers can catch a category.
+    """
+
+    category: Category | None = None
+    #: Set by :func:`translate`: Spark's error condition and its message parameters.
+    spark_condition: str | None = None
+    spark_parameters: dict[str, str] | None = None
+
+    def __new__(cls, code: str = "", *args: Any, **kwargs: Any) -> EventlakeError:
+        entry = CODES.get(code)
+        if cls is EventlakeError and entry is not None:
+            cls = _BY_CATEGORY.get(entry.category, EventlakeError)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -52,10 +123,11 @@ class EventlakeError(Exception):
         expected: str | None = None,
         fix: str | None = None,
     ) -> None:
+        entry = CODES[code]
         self.code = code
         self.what = what
-        self.expected = expected
-        self.fix = fix
+        self.expected = expected if expected is not None else entry.expected
+        self.fix = fix if fix is not None else entry.fix
         super().__init__(self.render())
 
     def render(self) -> str:
@@ -67,71 +139,140 @@ class EventlakeError(Exception):
         return "\n  ".join(parts)
 
 
-_JAVA_EXC = re.compile(r"((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error))(?::\s*(.*))?")
+class ConfigError(EventlakeError):
+    """The configuration is missing, malformed or holds a wrong value."""
+
+    category = Category.CONFIG
 
 
-def _first_cause_line(text: str) -> str:
-    """The innermost 'Caused by' of a JVM trace, or its first line."""
-    causes = [line for line in text.splitlines() if line.strip().startswith("Caused by:")]
-    line = causes[-1].split("Caused by:", 1)[1] if causes else text.strip().splitlines()[0]
-    return line.strip()
+class PipelineDefinitionError(EventlakeError):
+    """A pipeline, flow or module is declared in a way eventlake cannot plan or run."""
+
+    category = Category.DEFINITION
+
+
+class ConnectorError(EventlakeError):
+    """An external system (Kafka, PostgreSQL, a fan-out target) failed or is missing."""
+
+    category = Category.CONNECTOR
+
+
+class PipelineRuntimeError(EventlakeError):
+    """Spark, the JVM or a running query failed."""
+
+    category = Category.RUNTIME
+
+
+_BY_CATEGORY: dict[Category, type[EventlakeError]] = {
+    c.category: c
+    for c in (ConfigError, PipelineDefinitionError, ConnectorError, PipelineRuntimeError)
+    if c.category is not None
+}
+
+# JVM exception classes translated to a code of their own, by type.
+_KAFKA_TOPIC_MISSING = ("org.apache.kafka.common.errors.UnknownTopicOrPartitionException",)
+_KAFKA_TIMEOUT = ("org.apache.kafka.common.errors.TimeoutException",)
+_CLASS_MISSING = ("java.lang.ClassNotFoundException", "java.lang.NoClassDefFoundError")
+_JARS_CONDITIONS = ("DATA_SOURCE_NOT_FOUND",)
+
+
+_PY_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)(: |$)")
+
+
+@dataclass(frozen=True)
+class JvmCause:
+    """One link of a JVM exception's cause chain."""
+
+    cls: str
+    message: str
+
+
+def jvm_causes(exc: BaseException) -> list[JvmCause]:
+    """The JVM exception behind ``exc`` and its causes, outermost first (empty if none)."""
+    origin = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    return list(_walk(origin))
+
+
+def _walk(throwable: Any) -> Iterator[JvmCause]:
+    seen = 0
+    while throwable is not None and seen < 20:
+        try:
+            name = str(throwable.getClass().getName())
+            message = str(throwable.getMessage() or "")
+            throwable = throwable.getCause()
+        except Exception:  # a dead gateway or a non-JVM object: stop walking
+            return
+        seen += 1
+        yield JvmCause(name, message)
+
+
+def condition(exc: BaseException) -> str | None:
+    """Spark's error condition of ``exc`` (``getCondition()``), or of its JVM cause."""
+    get = getattr(exc, "getCondition", None)
+    found = get() if callable(get) else None
+    if found:
+        return str(found)
+    for cause in jvm_causes(exc):
+        if cause.message.startswith("[") and "]" in cause.message:
+            return cause.message[1 : cause.message.index("]")]
+    return None
+
+
+def _describe(cause: JvmCause) -> str:
+    """``class: message``; for a Python worker's error, the traceback's last line."""
+    lines = [line.strip() for line in cause.message.splitlines() if line.strip()]
+    if "Traceback (most recent call last)" in cause.message and lines:
+        raised = [line for line in lines if _PY_EXCEPTION_LINE.match(line)]
+        return raised[-1] if raised else lines[-1]
+    return f"{cause.cls}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 def translate(exc: BaseException, *, context: str = "") -> EventlakeError:
     """Turn a Spark, Py4J or JVM exception into an EventlakeError with a fix.
 
-    Already-translated errors pass through unchanged. ``context`` names what was running
-    (query, flow, batch) and prefixes the message.
+    Decided by type: pyspark's exception class, Spark's error condition and the classes in
+    the JVM cause chain; never by searching message text. Already-translated errors pass
+    through unchanged. ``context`` names what was running (query, flow, batch).
     """
     if isinstance(exc, EventlakeError):
         return exc
-    text = str(exc) or type(exc).__name__
-    where = f"{context}: " if context else ""
-    cause = _first_cause_line(text)
+    error = _translate(exc, context)
+    error.spark_condition = condition(exc)
+    get = getattr(exc, "getMessageParameters", None)
+    params = get() if callable(get) else None
+    error.spark_parameters = dict(params) if params else None
+    return error
 
-    if "Failed to find data source: kafka" in text or (
-        "ClassNotFoundException" in text and ("kafka" in text or "delta" in text)
-    ):
+
+def _translate(exc: BaseException, context: str) -> EventlakeError:
+    from pyspark.errors import AnalysisException, StreamingQueryException
+
+    where = f"{context}: " if context else ""
+    causes = jvm_causes(exc)
+    classes = {c.cls for c in causes}
+    cause = _describe(causes[-1]) if causes else (str(exc).strip() or type(exc).__name__)
+    cause = cause.splitlines()[0]
+    cond = condition(exc)
+
+    if cond in _JARS_CONDITIONS or classes & set(_CLASS_MISSING):
         return EventlakeError(
             ErrorCode.JARS_MISSING,
-            f"{where}Spark cannot load the Kafka connector or Delta classes ({cause}).",
-            expected="the jars resolved by jvm/spark/pom.xml in .cache/jars/spark",
-            fix="run `make jars` (or set EVENTLAKE_JARS_DIR to a folder holding them)",
+            f"{where}Spark cannot load a connector's classes ({cause}).",
         )
-    if "UnknownTopicOrPartition" in text or "does not host this topic-partition" in text:
+    if classes & set(_KAFKA_TOPIC_MISSING):
         return EventlakeError(
             ErrorCode.KAFKA_TOPIC_MISSING,
             f"{where}a Kafka topic the query reads or writes does not exist ({cause}).",
-            expected="every topic to exist before the query starts",
-            fix="create it: `eventlake kafka create-topic NAME --partitions N`",
         )
-    if "TimeoutException" in text and ("kafka" in text.lower()):
+    if classes & set(_KAFKA_TIMEOUT):
         return EventlakeError(
-            ErrorCode.KAFKA_UNREACHABLE,
-            f"{where}Kafka did not answer in time ({cause}).",
-            expected="a reachable broker at kafka.bootstrap_servers",
-            fix="check the address, or start one with `eventlake kafka start`",
+            ErrorCode.KAFKA_UNREACHABLE, f"{where}Kafka did not answer in time ({cause})."
         )
-    name = type(exc).__name__
-    if name == "StreamingQueryException":
+    if isinstance(exc, StreamingQueryException):
+        return EventlakeError(ErrorCode.QUERY_FAILED, f"{where}the streaming query failed: {cause}")
+    if isinstance(exc, AnalysisException):
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else cond or "?"
         return EventlakeError(
-            ErrorCode.QUERY_FAILED,
-            f"{where}the streaming query failed: {cause}",
-            expected="the query to keep running or finish its available input",
-            fix="read the cause above; the query restarts from its checkpoint once it is fixed",
+            ErrorCode.SPARK_ANALYSIS, f"{where}Spark rejected the query plan: {detail}"
         )
-    if name == "AnalysisException" or "AnalysisException" in text[:200]:
-        return EventlakeError(
-            ErrorCode.SPARK_ANALYSIS,
-            f"{where}Spark rejected the query plan: {cause}",
-            expected="a query Spark can analyse (existing columns, tables and types)",
-            fix="correct the transform or table named in the message",
-        )
-    match = _JAVA_EXC.search(cause)
-    detail = f"{match.group(1)}: {match.group(2) or ''}".strip() if match else cause
-    return EventlakeError(
-        ErrorCode.SPARK_ERROR,
-        f"{where}Spark raised {detail}",
-        expected="the Spark job to succeed",
-        fix="see the driver log for the full trace; rerun with --verbose for Spark's output",
-    )
+    return EventlakeError(ErrorCode.SPARK_ERROR, f"{where}Spark raised {cause}")

@@ -65,8 +65,6 @@ def _check_java() -> None:
         raise EventlakeError(
             ErrorCode.JAVA_MISSING,
             f"JAVA_HOME is {java_home}, but {java} does not exist.",
-            expected="a Java 17 or 21 installation",
-            fix="unset JAVA_HOME or point it at a JDK 17+",
         )
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from eventlake.durations import parse_duration
 from eventlake.errors import ErrorCode, EventlakeError
 
 if TYPE_CHECKING:
@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 AVAILABLE_NOW = "available-now"
 ONCE = "once"
 CONTINUOUS = "continuous"
-_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|seconds?|m|minutes?)\s*$")
+_AVAILABLE_NOW_SPELLINGS = (AVAILABLE_NOW, "availablenow", "available_now")
+FINITE = (*_AVAILABLE_NOW_SPELLINGS, ONCE)
 
 
 def parse_trigger(spec: str) -> dict[str, object]:
@@ -25,7 +26,7 @@ def parse_trigger(spec: str) -> dict[str, object]:
     ``continuous`` or ``continuous:N seconds`` is continuous processing.
     """
     text = spec.strip().lower()
-    if text in (AVAILABLE_NOW, "availablenow", "available_now"):
+    if text in _AVAILABLE_NOW_SPELLINGS:
         return {"availableNow": True}
     if text == ONCE:
         return {"once": True}
@@ -33,6 +34,11 @@ def parse_trigger(spec: str) -> dict[str, object]:
         interval = text.partition(":")[2].strip() or "1 second"
         return {"continuous": _interval(interval, spec)}
     return {"processingTime": _interval(text, spec)}
+
+
+def is_finite(spec: str) -> bool:
+    """True for triggers that end once the available input is processed."""
+    return spec.strip().lower() in FINITE
 
 
 def apply_trigger(writer: DataStreamWriter, spec: str) -> DataStreamWriter:
@@ -48,17 +54,12 @@ def apply_trigger(writer: DataStreamWriter, spec: str) -> DataStreamWriter:
 
 
 def _interval(text: str, spec: str) -> str:
-    match = _INTERVAL.match(text)
-    if not match:
+    try:
+        return parse_duration(text).spark()
+    except EventlakeError:
         raise EventlakeError(
             ErrorCode.CONFIG_INVALID_VALUE,
             f"trigger '{spec}' is not a trigger eventlake knows.",
             expected="available-now, once, continuous, or an interval like '10 seconds'",
             fix="use one of those forms, e.g. --trigger '30 seconds'",
-        )
-    amount, unit = match.group(1), match.group(2)
-    if unit.startswith("ms") or unit.startswith("milli"):
-        return f"{amount} milliseconds"
-    if unit.startswith("m"):
-        return f"{amount} minutes"
-    return f"{amount} seconds"
+        ) from None

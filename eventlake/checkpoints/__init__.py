@@ -1,7 +1,20 @@
-"""Reading a query's checkpoint: which batches were planned and which committed."""
+"""A query's checkpoint: its offsets and commit logs, its stream id, its plan fingerprint."""
 
 from __future__ import annotations
 
-from eventlake.checkpoints.log import CheckpointLog
+from eventlake.checkpoints.fingerprint import (
+    FINGERPRINT,
+    Fingerprint,
+    read_fingerprint,
+    write_fingerprint,
+)
+from eventlake.checkpoints.log import CheckpointLog, stream_id
 
-__all__ = ["CheckpointLog"]
+__all__ = [
+    "FINGERPRINT",
+    "CheckpointLog",
+    "Fingerprint",
+    "read_fingerprint",
+    "stream_id",
+    "write_fingerprint",
+]

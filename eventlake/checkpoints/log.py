@@ -13,11 +13,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eventlake.errors import ErrorCode, EventlakeError
+
 
 def _batches(folder: Path) -> list[int]:
     if not folder.is_dir():
         return []
     return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+
+
+def stream_id(checkpoint: Path) -> str:
+    """The query id Spark wrote to ``<checkpoint>/metadata`` when the checkpoint was new.
+
+    Stable across restarts and new with a new checkpoint: it scopes every idempotency key.
+    """
+    try:
+        return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        raise EventlakeError(
+            ErrorCode.SINK_WRITE_FAILED,
+            f"cannot read the query id from {checkpoint / 'metadata'}: {exc}",
+            expected="the metadata file Spark writes when a query first starts",
+            fix="do not edit checkpoint folders by hand; use a new checkpoint folder",
+        ) from exc
 
 
 @dataclass(frozen=True)

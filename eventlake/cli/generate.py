@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, TypeVar
@@ -10,6 +9,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from eventlake.cli.state import CliState
+from eventlake.durations import parse_duration
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.generator import GeneratedRecord, OrdersConfig, OrdersGenerator, paced, send
 from eventlake.generator.events import DEFAULT_START, EventStreamConfig
@@ -18,28 +18,6 @@ from eventlake.kafka import create_topic
 C = TypeVar("C", bound=EventStreamConfig)
 
 generate_app = typer.Typer(help="Produce generated events to Kafka.", no_args_is_help=True)
-
-
-_SECONDS_PER_UNIT = {
-    **dict.fromkeys(("ms", "millisecond", "milliseconds"), 0.001),
-    **dict.fromkeys(("s", "second", "seconds"), 1.0),
-    **dict.fromkeys(("m", "minute", "minutes"), 60.0),
-    **dict.fromkeys(("h", "hour", "hours"), 3600.0),
-}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from '15m', '90s', '2h', '500ms' or '15 minutes'."""
-    match = _DURATION.match(text.lower())
-    if match and match.group(2) in _SECONDS_PER_UNIT:
-        return float(match.group(1)) * _SECONDS_PER_UNIT[match.group(2)]
-    raise EventlakeError(
-        ErrorCode.CONFIG_INVALID_VALUE,
-        f"duration '{text}' is not understood.",
-        expected="a number with a unit: 90s, 15m, 2h, '15 minutes'",
-        fix="write the duration with one of those units",
-    )
 
 
 Fraction = Annotated[float, typer.Option(min=0.0, max=1.0)]
@@ -78,7 +56,7 @@ def orders(
         seed=seed,
         start=first if first.tzinfo else first.replace(tzinfo=UTC),
         late_fraction=late_fraction,
-        late_delay=timedelta(seconds=parse_duration(late_delay)),
+        late_delay=timedelta(seconds=parse_duration(late_delay, what="--late-delay").seconds),
         out_of_order_fraction=out_of_order_fraction,
         duplicate_fraction=duplicate_fraction,
         malformed_fraction=malformed_fraction,
@@ -134,7 +112,7 @@ def _stream_config(
     return cls(
         seed=seed,
         late_fraction=late_fraction,
-        late_delay=timedelta(seconds=parse_duration(late_delay)),
+        late_delay=timedelta(seconds=parse_duration(late_delay, what="--late-delay").seconds),
         out_of_order_fraction=out_of_order_fraction,
         duplicate_fraction=duplicate_fraction,
         malformed_fraction=malformed_fraction,

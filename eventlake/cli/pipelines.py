@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -14,8 +14,7 @@ from eventlake.cli.signals import stop_on_signals
 from eventlake.cli.state import CliState
 from eventlake.config import Settings
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.pipelines.api import Pipeline, Registry
-from eventlake.pipelines.context import FlowContext
+from eventlake.pipelines.api import Registry
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import Plan, dependency_order
 from eventlake.validation import Report
@@ -41,16 +40,6 @@ def _registry(state: CliState, modules: list[Path] | None) -> tuple[Settings, Re
     return settings, registry
 
 
-def _offline_contexts(pipeline: Pipeline, settings: Settings) -> list[FlowContext]:
-    """Contexts for checks that need config but no Spark (topics, descriptions)."""
-    params = pipeline.parse_params(settings.pipelines.get(pipeline.name))
-    no_spark = cast(Any, None)
-    return [
-        FlowContext(no_spark, settings, pipeline.name, spec.name, params, settings.lake.root)
-        for spec in pipeline.flows.values()
-    ]
-
-
 def list_pipelines(ctx: typer.Context, module: ModuleOpt = None) -> None:
     """List pipelines and their flows in run order."""
     state: CliState = ctx.obj
@@ -58,32 +47,33 @@ def list_pipelines(ctx: typer.Context, module: ModuleOpt = None) -> None:
     lines = []
     for name in registry.names():
         pipeline = registry.get(name)
-        contexts = {c.flow: c for c in _offline_contexts(pipeline, settings)}
+        configs = pipeline.configs(settings)
         lines.append(f"{name}: {pipeline.description}".rstrip(": "))
         for spec, level, _ups in dependency_order(pipeline):
-            c = contexts[spec.name]
+            c = configs[spec.name]
             lines.append(
                 f"  {spec.query_name:<28} level {level}  {spec.describe_inputs(c)} -> "
-                f"{spec.sink.describe(c)}  ({spec.output_mode})  {spec.description}".rstrip()
+                f"{spec.output.describe(c)}  ({spec.output_mode}, {spec.output.guarantee})  "
+                f"{spec.description}".rstrip()
             )
     typer.echo("\n".join(lines))
 
 
 def _print_plan(console: Console, plan: Plan) -> None:
     table = Table(title=f"pipeline {plan.pipeline.name}")
-    for col in ("level", "flow", "reads", "writes", "mode", "trigger", "checkpoint"):
+    for col in ("level", "flow", "reads", "writes", "guarantee", "mode", "trigger", "checkpoint"):
         table.add_column(col, overflow="fold")
-    for f in plan.flows:
-        if f.spec.name in plan.selected:
-            table.add_row(
-                str(f.level),
-                f.spec.name,
-                f.spec.describe_inputs(f.ctx),
-                f.spec.sink.describe(f.ctx),
-                f.spec.output_mode,
-                f.trigger,
-                str(f.checkpoint),
-            )
+    for f in plan.chosen():
+        table.add_row(
+            str(f.level),
+            f.spec.name,
+            f.spec.describe_inputs(f.ctx),
+            f.spec.output.describe(f.ctx),
+            str(f.spec.output.guarantee),
+            f.spec.output_mode,
+            f.trigger,
+            str(f.checkpoint),
+        )
     console.print(table)
 
 
@@ -171,38 +161,37 @@ def run(
     """Run a pipeline: finite triggers exit 0 when all input is processed; others run until
     SIGINT/SIGTERM, then stop every query between batches and exit 0."""
     from eventlake.monitoring import ProgressListener
-    from eventlake.pipelines.runner import preflight_topics, run_plan
-    from eventlake.session import get_spark
-    from eventlake.validation import check_pipeline, require_valid
+    from eventlake.run import run_pipeline
 
     state: CliState = ctx.obj
     settings, registry = _registry(state, module)
-    pipeline = registry.get(pipeline_name)
-    preflight_topics(pipeline, _offline_contexts(pipeline, settings), flow)
     console = Console(stderr=True)
-    with stop_on_signals(console) as stop:
-        spark = get_spark(settings)
-        plan, report = check_pipeline(pipeline, settings, spark, flows=flow, trigger=trigger)
+
+    def show(plan: Plan, report: Report | None) -> None:
         if not quiet:
             _print_plan(console, plan)
-        _print_findings(console, report)
-        require_valid(report)
+        if report is not None:
+            _print_findings(console, report)
+
+    with stop_on_signals(console) as stop:
         listener = ProgressListener(console, show=not quiet)
         try:
-            result = run_plan(plan, stop=stop, listener=listener)
+            result = run_pipeline(
+                pipeline_name, settings, trigger=trigger, flows=flow, listener=listener,
+                stop=stop, registry=registry, on_plan=show,
+            )  # fmt: skip
         finally:
             listener.close()
     summary = Table(title=f"run of {pipeline_name}" + (" (stopped)" if stop.is_set() else ""))
     for col in ("flow", "batches", "input rows", "late dropped", "writes"):
         summary.add_column(col)
-    for f in plan.flows:
-        if f.spec.name in plan.selected:
-            t = result.flows.get(f.query_name)
-            summary.add_row(
-                f.spec.name,
-                str(t.batches if t else 0),
-                str(t.input_rows if t else 0),
-                str(t.dropped_by_watermark if t else 0),
-                f.spec.sink.describe(f.ctx),
-            )
+    for f in result.plan.chosen():
+        t = result.flows.get(f.query_name)
+        summary.add_row(
+            f.spec.name,
+            str(t.batches if t else 0),
+            str(t.input_rows if t else 0),
+            str(t.dropped_by_watermark if t else 0),
+            f.spec.output.describe(f.ctx),
+        )
     Console().print(summary)

@@ -11,7 +11,7 @@ from eventlake.cli.state import CliState
 from eventlake.postgres import EmbeddedPostgres
 
 postgres_app = typer.Typer(
-    help="Run a local PostgreSQL server (Debian's package) for the PostgreSQL sink.",
+    help="Run a local PostgreSQL server (Debian's package) for ToPostgres targets.",
     no_args_is_help=True,
 )
 DataDir = Annotated[Path | None, typer.Option(help="Data folder (default: under .eventlake).")]

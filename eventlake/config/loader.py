@@ -104,8 +104,6 @@ def load_settings(path: Path | None = None, overrides: Iterable[str] = ()) -> Se
         raise EventlakeError(
             ErrorCode.CONFIG_NOT_FOUND,
             f"config file {path} does not exist.",
-            expected="a YAML file (see eventlake.yaml in the repository)",
-            fix="pass the right --config path, or omit it to use the defaults",
         )
     chosen = path if path is not None else (DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None)
     if chosen is not None:

@@ -82,7 +82,7 @@ class SparkSettings(_Section):
 
 
 class PostgresSettings(_Section):
-    """A PostgreSQL server for the PostgreSQL sink (the embedded one by default)."""
+    """A PostgreSQL server for ToPostgres targets (the embedded one by default)."""
 
     host: str = "127.0.0.1"
     port: int = 55432

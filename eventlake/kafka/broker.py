@@ -220,9 +220,6 @@ class EmbeddedKafkaBroker:
                     ErrorCode.KAFKA_PORT_IN_USE,
                     f"port {port} on {HOST} (the broker's {role} port) is already in use by "
                     "another process.",
-                    expected="a free port for each broker",
-                    fix="stop what holds it, or start this broker with another --port "
-                    "and --data-dir",
                 )
         java = self._java()
         self._write_config(controller_port)

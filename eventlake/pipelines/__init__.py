@@ -1,52 +1,22 @@
-"""Declare pipelines of named flows, plan them against config, run them."""
+"""Declare pipelines of named flows, plan them against config, run them.
+
+Inputs, outputs and fan-out targets live in :mod:`eventlake.connectors`.
+"""
 
 from __future__ import annotations
 
-from eventlake.pipelines.api import REGISTRY, FlowSpec, Pipeline, PipelineParams
-from eventlake.pipelines.context import FlowContext
-from eventlake.pipelines.io import (
-    ConsoleOutput,
-    DeltaInput,
-    DeltaOutput,
-    FanOut,
-    FilesInput,
-    FilesOutput,
-    HttpOutput,
-    Input,
-    KafkaInput,
-    KafkaOutput,
-    MemoryOutput,
-    MergeDelta,
-    Output,
-    RateInput,
-    Target,
-    ToDelta,
-    ToKafka,
-    ToPostgres,
-)
+from eventlake.config.params import PipelineParams
+from eventlake.context import FlowConfig, FlowContext
+from eventlake.durations import SparkInterval
+from eventlake.pipelines.api import FlowSpec, Pipeline, Registry, registration
 
 __all__ = [
-    "REGISTRY",
-    "ConsoleOutput",
-    "DeltaInput",
-    "DeltaOutput",
-    "FanOut",
-    "FilesInput",
-    "FilesOutput",
+    "FlowConfig",
     "FlowContext",
     "FlowSpec",
-    "HttpOutput",
-    "Input",
-    "KafkaInput",
-    "KafkaOutput",
-    "MemoryOutput",
-    "MergeDelta",
-    "Output",
     "Pipeline",
     "PipelineParams",
-    "RateInput",
-    "Target",
-    "ToDelta",
-    "ToKafka",
-    "ToPostgres",
+    "Registry",
+    "SparkInterval",
+    "registration",
 ]

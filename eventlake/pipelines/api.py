@@ -1,83 +1,42 @@
-"""Declaring pipelines: a Pipeline is a set of named flows (source -> transform -> sink).
+"""Declaring pipelines: a Pipeline is a set of named flows (input -> transform -> output).
 
     orders = Pipeline("orders", params=OrdersParams)
 
-    @orders.flow(source=KafkaInput(), sink=DeltaOutput("bronze", "orders"))
+    @orders.flow(input=KafkaInput(), output=DeltaOutput("bronze", "orders"))
     def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
         return kafka_records(df)
 
-Creating a Pipeline registers it by name. A flow's name keys its checkpoint folder
-(``<checkpoints.root>/<pipeline>/<flow>``), its query name (``<pipeline>.<flow>``) and its
-progress lines.
+A flow's name keys its checkpoint folder (``<checkpoints.root>/<pipeline>/<flow>``), its
+query name (``<pipeline>.<flow>``) and its progress lines. Loading a module collects the
+pipelines it declares into a :class:`Registry`; a Pipeline created inside
+``with registration(registry):`` joins that registry.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
-
+from eventlake.config import Settings
+from eventlake.config.params import PipelineParams
+from eventlake.connectors.base import Guarantee, Input, Output
+from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from eventlake.pipelines.context import FlowContext
-    from eventlake.pipelines.io import Input, Output
+    from eventlake.context import FlowContext
 
 Transform: TypeAlias = "Callable[[FlowContext, DataFrame], DataFrame]"
 OUTPUT_MODES = ("append", "update", "complete")
-_INTERVAL = re.compile(r"^\d+ (millisecond|second|minute|hour|day|week)s?$")
-
-
-def _spark_interval(value: str) -> str:
-    text = " ".join(value.split())
-    if not _INTERVAL.match(text):
-        raise ValueError(
-            f"'{value}' is not a Spark interval; write a number and a unit, e.g. '10 minutes'"
-        )
-    return text
-
-
-#: A duration Spark accepts for watermarks and windows: "10 minutes", "1 hour".
-SparkInterval = Annotated[str, AfterValidator(_spark_interval)]
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-class PipelineParams(BaseModel):
-    """A pipeline's config section, ``pipelines.<name>``; subclass it to add keys.
-
-    Unknown keys are rejected, so a typo in the YAML is an error naming the key.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    topic: str | None = Field(default=None, description="The input topic, for one input.")
-    topics: dict[str, str] = Field(
-        default_factory=dict, description="Input topics by role, for several inputs."
-    )
-    trigger: str = Field(default="10 seconds", description="Default trigger of every flow.")
-    max_offsets_per_trigger: int | None = Field(default=10_000, ge=1)
-    starting_offsets: str = "earliest"
-    fail_on_data_loss: bool = True
-    data_loss_note: str | None = Field(
-        default=None, description="Why fail_on_data_loss=false is acceptable here."
-    )
-    max_files_per_trigger: int | None = Field(default=None, ge=1)
-
-    @field_validator("trigger")
-    @classmethod
-    def _known_trigger(cls, value: str) -> str:
-        from eventlake.triggers import parse_trigger
-
-        try:
-            parse_trigger(value)
-        except EventlakeError as exc:
-            raise ValueError(exc.what) from None
-        return value
 
 
 @dataclass(frozen=True)
@@ -86,20 +45,22 @@ class FlowSpec:
 
     pipeline: str
     name: str
-    source: Input
-    sink: Output
+    input: Input
+    output: Output
     transform: Transform
     output_mode: str = "append"
     trigger: str | None = None
     description: str = ""
     #: Further streaming inputs by role (stream-stream joins, unions): ``ctx.stream(role)``.
     inputs: tuple[tuple[str, Input], ...] = ()
+    #: The delivery guarantee the flow must give; EL-W105 warns when its output is weaker.
+    guarantee: Guarantee | None = None
 
     def all_inputs(self) -> list[Input]:
-        return [self.source, *(i for _, i in self.inputs)]
+        return [self.input, *(i for _, i in self.inputs)]
 
-    def describe_inputs(self, ctx: FlowContext | None = None) -> str:
-        return " + ".join(i.describe(ctx) for i in self.all_inputs())
+    def describe_inputs(self, flow: FlowConfig | None = None) -> str:
+        return " + ".join(i.describe(flow) for i in self.all_inputs())
 
     @property
     def query_name(self) -> str:
@@ -116,65 +77,72 @@ def _check_name(kind: str, name: str) -> None:
         )
 
 
+def _definition_error(where: str, what: str, expected: str, fix: str) -> EventlakeError:
+    return EventlakeError(
+        ErrorCode.PIPELINE_INVALID, f"{where} {what}.", expected=expected, fix=fix
+    )
+
+
 @dataclass
 class Pipeline:
-    """A named set of flows, registered on creation."""
+    """A named set of flows; joins the active registry (:func:`registration`), if any."""
 
     name: str
     params: type[PipelineParams] = PipelineParams
     description: str = ""
     flows: dict[str, FlowSpec] = field(default_factory=dict)
-    register: bool = True
 
     def __post_init__(self) -> None:
         _check_name("pipeline", self.name)
-        if self.register:
-            REGISTRY.add(self)
+        active = _ACTIVE.get()
+        if active is not None:
+            active.add(self)
 
     def flow(
         self,
         *,
-        source: Input,
-        sink: Output,
+        input: Input,
+        output: Output,
         name: str | None = None,
         output_mode: str = "append",
         trigger: str | None = None,
         description: str = "",
         inputs: dict[str, Input] | None = None,
+        guarantee: Guarantee | str | None = None,
     ) -> Callable[[Transform], Transform]:
         """Decorator: declare the decorated transform as a flow of this pipeline.
 
-        The transform receives ``source`` as its DataFrame; each of ``inputs`` is a
-        further stream it reads with ``ctx.stream(role)``.
+        The transform receives ``input`` as its DataFrame; each of ``inputs`` is a
+        further stream it reads with ``ctx.stream(role)``. ``guarantee`` is the delivery
+        guarantee the flow must give (validated against the output's).
         """
 
         def decorate(fn: Transform) -> Transform:
             flow_name: str = name or str(getattr(fn, "__name__", ""))
             _check_name("flow", flow_name)
+            where = f"flow '{self.name}.{flow_name}'"
             if flow_name in self.flows:
-                raise EventlakeError(
-                    ErrorCode.PIPELINE_INVALID,
-                    f"pipeline '{self.name}' declares flow '{flow_name}' twice.",
-                    fix="give one of them another name (name=...)",
-                )
+                raise _definition_error(
+                    f"pipeline '{self.name}'", f"declares flow '{flow_name}' twice",
+                    "one flow per name", "give one of them another name (name=...)",
+                )  # fmt: skip
             if output_mode not in OUTPUT_MODES:
-                raise EventlakeError(
-                    ErrorCode.PIPELINE_INVALID,
-                    f"flow '{self.name}.{flow_name}' has output mode '{output_mode}'.",
-                    expected=" or ".join(OUTPUT_MODES),
-                    fix="use one of Spark's output modes",
-                )
+                raise _definition_error(
+                    where, f"has output mode '{output_mode}'",
+                    " or ".join(OUTPUT_MODES), "use one of Spark's output modes",
+                )  # fmt: skip
             doc = (fn.__doc__ or "").strip().splitlines()
             self.flows[flow_name] = FlowSpec(
                 pipeline=self.name,
                 name=flow_name,
-                source=source,
-                sink=sink,
+                input=input,
+                output=output,
                 transform=fn,
                 output_mode=output_mode,
                 trigger=trigger,
                 description=description or (doc[0] if doc else ""),
                 inputs=tuple(sorted((inputs or {}).items())),
+                guarantee=_guarantee(where, guarantee),
             )
             return fn
 
@@ -198,21 +166,43 @@ class Pipeline:
                     ErrorCode.CONFIG_UNKNOWN_KEY,
                     f"unknown config key(s): {', '.join(keys)}.",
                     expected=f"keys of pipelines.{self.name}: {known}",
-                    fix="correct or remove the key",
                 ) from None
             msgs = "; ".join(f"{k}: {e['msg']}" for k, e in zip(keys, exc.errors(), strict=True))
             raise EventlakeError(
-                ErrorCode.CONFIG_INVALID_VALUE,
-                f"invalid config value(s): {msgs.rstrip('.')}.",
-                fix="correct the value in the config file or --set",
+                ErrorCode.CONFIG_INVALID_VALUE, f"invalid config value(s): {msgs.rstrip('.')}."
             ) from None
+
+    def configs(self, settings: Settings, lake_root: Path | None = None) -> dict[str, FlowConfig]:
+        """Every flow's config, by flow name; the params are parsed once, here."""
+        params = self.parse_params(settings.pipelines.get(self.name))
+        root = (lake_root or settings.lake.root).absolute()
+        return {
+            flow: FlowConfig(
+                pipeline=self.name, flow=flow, settings=settings, params=params, lake_root=root
+            )
+            for flow in self.flows
+        }
+
+
+def _guarantee(where: str, value: Guarantee | str | None) -> Guarantee | None:
+    if value is None or isinstance(value, Guarantee):
+        return value
+    try:
+        return Guarantee(value)
+    except ValueError:
+        known = ", ".join(g.value for g in Guarantee)
+        raise _definition_error(
+            where, f"declares guarantee '{value}'", known, "use one of those guarantees"
+        ) from None
 
 
 class Registry:
-    """Pipelines by name."""
+    """Pipelines by name; passed to what loads modules, never global."""
 
-    def __init__(self) -> None:
+    def __init__(self, pipelines: Iterable[Pipeline] = ()) -> None:
         self._pipelines: dict[str, Pipeline] = {}
+        for pipeline in pipelines:
+            self.add(pipeline)
 
     def add(self, pipeline: Pipeline) -> None:
         existing = self._pipelines.get(pipeline.name)
@@ -224,22 +214,32 @@ class Registry:
             )
         self._pipelines[pipeline.name] = pipeline
 
+    def collect(self, module: ModuleType) -> None:
+        """Add every Pipeline ``module`` declares at its top level."""
+        for value in vars(module).values():
+            if isinstance(value, Pipeline):
+                self.add(value)
+
     def get(self, name: str) -> Pipeline:
-        try:
-            return self._pipelines[name]
-        except KeyError:
-            known = ", ".join(sorted(self._pipelines)) or "none"
-            raise EventlakeError(
-                ErrorCode.PIPELINE_NOT_FOUND,
-                f"no pipeline named '{name}' (known: {known}).",
-                fix="check `eventlake list`; load your own with --module path/to/file.py",
-            ) from None
+        found = self._pipelines.get(name)
+        if found is None:
+            known = ", ".join(self.names()) or "none"
+            what = f"no pipeline named '{name}' (known: {known})."
+            raise EventlakeError(ErrorCode.PIPELINE_NOT_FOUND, what)
+        return found
 
     def names(self) -> list[str]:
         return sorted(self._pipelines)
 
-    def remove(self, name: str) -> None:
-        self._pipelines.pop(name, None)
+
+_ACTIVE: ContextVar[Registry | None] = ContextVar("eventlake_registry", default=None)
 
 
-REGISTRY = Registry()
+@contextmanager
+def registration(registry: Registry) -> Iterator[Registry]:
+    """Pipelines created inside the block join ``registry``."""
+    token = _ACTIVE.set(registry)
+    try:
+        yield registry
+    finally:
+        _ACTIVE.reset(token)

@@ -1,4 +1,8 @@
-"""Finding pipelines: the shipped ones, installed entry points, and users' own files."""
+"""Finding pipelines: the shipped ones, installed entry points, and users' own files.
+
+Each load collects the pipelines into a registry of its own: nothing is global, so two
+loads (or two tests) never see each other's pipelines.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +12,27 @@ import sys
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
 
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.pipelines.api import REGISTRY, Registry
+from eventlake.pipelines.api import Pipeline, Registry, registration
 
 ENTRY_POINT_GROUP = "eventlake.pipelines"
+REFERENCE_PACKAGE = "eventlake.reference"
 
 
-def load_module(path: Path) -> None:
-    """Import a Python file; the pipelines it creates register themselves."""
+def load_module(path: Path) -> ModuleType:
+    """Import a Python file (once per process) and return the module."""
     path = path.absolute()
     if not path.is_file():
         raise EventlakeError(
             ErrorCode.PIPELINE_MODULE,
             f"pipeline module {path} does not exist.",
-            expected="a .py file that creates eventlake Pipeline objects",
             fix="pass the right --module path",
         )
     name = f"eventlake_user_{path.stem}_{abs(hash(str(path))):x}"
     if name in sys.modules:
-        return
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise EventlakeError(ErrorCode.PIPELINE_MODULE, f"cannot import {path} as Python.")
@@ -36,28 +41,41 @@ def load_module(path: Path) -> None:
     try:
         spec.loader.exec_module(module)
     except EventlakeError:
+        del sys.modules[name]
         raise
     except Exception as exc:
         del sys.modules[name]
         raise EventlakeError(
             ErrorCode.PIPELINE_MODULE,
             f"importing pipeline module {path} failed: {type(exc).__name__}: {exc}",
-            fix="fix the error in that file (run it with python to see the traceback)",
         ) from exc
+    return module
 
 
-def load_pipelines(modules: Iterable[Path] = ()) -> Registry:
-    """The registry with the shipped pipelines, entry-point packages and ``modules``."""
-    importlib.import_module("eventlake.reference")
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            ep.load()
-        except Exception as exc:
-            raise EventlakeError(
-                ErrorCode.PIPELINE_MODULE,
-                f"loading pipeline entry point '{ep.name}' ({ep.value}) failed: {exc}",
-                fix="fix or uninstall the package that declares it",
-            ) from exc
-    for path in modules:
-        load_module(path)
-    return REGISTRY
+def _reference_modules() -> list[ModuleType]:
+    package = importlib.import_module(REFERENCE_PACKAGE)
+    return [importlib.import_module(f"{REFERENCE_PACKAGE}.{n}") for n in package.__all__]
+
+
+def load_pipelines(modules: Iterable[Path] = (), registry: Registry | None = None) -> Registry:
+    """A registry with the shipped pipelines, entry-point packages' and ``modules``'."""
+    registry = registry if registry is not None else Registry()
+    with registration(registry):
+        for module in _reference_modules():
+            registry.collect(module)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                loaded = ep.load()
+            except Exception as exc:
+                raise EventlakeError(
+                    ErrorCode.PIPELINE_MODULE,
+                    f"loading pipeline entry point '{ep.name}' ({ep.value}) failed: {exc}",
+                    fix="fix or uninstall the package that declares it",
+                ) from exc
+            if isinstance(loaded, Pipeline):
+                registry.add(loaded)
+            elif isinstance(loaded, ModuleType):
+                registry.collect(loaded)
+        for path in modules:
+            registry.collect(load_module(path))
+    return registry

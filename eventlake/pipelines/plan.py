@@ -9,15 +9,16 @@ can start streaming from it at once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
+from eventlake.checkpoints import Fingerprint
 from eventlake.config import Settings
+from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.pipelines.api import FlowSpec, Pipeline
-from eventlake.pipelines.context import FlowContext
-from eventlake.sinks import Sink
+from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 class PlannedFlow:
     spec: FlowSpec
     ctx: FlowContext
-    sink: Sink
     df: DataFrame
     trigger: str
     level: int
@@ -41,6 +41,21 @@ class PlannedFlow:
     def query_name(self) -> str:
         return self.spec.query_name
 
+    def tree(self) -> PlanNode:
+        """The flow's analysed logical plan."""
+        return analysed_tree(self.df)
+
+    def fingerprint(self, tree: PlanNode | None = None) -> Fingerprint:
+        """What the flow's checkpoint records of its plan (see ``checkpoints.fingerprint``)."""
+        tree = tree or self.tree()
+        return Fingerprint(
+            flow=self.query_name,
+            source=self.spec.input.describe(self.ctx),
+            sink=self.spec.output.describe(self.ctx),
+            output_mode=self.spec.output_mode,
+            stateful=tuple(sorted(n.name for n in tree.walk() if n.name in (*STATEFUL, "Join"))),
+        )
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -48,9 +63,13 @@ class Plan:
     flows: tuple[PlannedFlow, ...]
     selected: tuple[str, ...]
 
+    def chosen(self) -> list[PlannedFlow]:
+        """The planned flows that run (all, or those selected with ``flows=``)."""
+        return [f for f in self.flows if f.spec.name in self.selected]
+
     def levels(self) -> list[list[PlannedFlow]]:
         """Selected flows grouped by dependency depth: each level only reads earlier ones."""
-        chosen = [f for f in self.flows if f.spec.name in self.selected]
+        chosen = self.chosen()
         depth = max((f.level for f in chosen), default=-1)
         grouped = [[f for f in chosen if f.level == d] for d in range(depth + 1)]
         return [group for group in grouped if group]
@@ -58,10 +77,10 @@ class Plan:
 
 def dependency_order(pipeline: Pipeline) -> list[tuple[FlowSpec, int, tuple[str, ...]]]:
     """Flows with their level and upstream flows; EL-PIPELINE-002 on a cycle or two
-    writers of one table."""
+    writing flows of one table."""
     writers: dict[tuple[str, str], str] = {}
     for spec in pipeline.flows.values():
-        for table in spec.sink.tables():
+        for table in spec.output.tables():
             if table in writers:
                 raise EventlakeError(
                     ErrorCode.PIPELINE_INVALID,
@@ -95,24 +114,8 @@ def dependency_order(pipeline: Pipeline) -> list[tuple[FlowSpec, int, tuple[str,
     return [(s, levels[s.name], upstream[s.name]) for s in ordered]
 
 
-def build_plan(
-    pipeline: Pipeline,
-    settings: Settings,
-    spark: SparkSession,
-    *,
-    flows: list[str] | None = None,
-    trigger: str | None = None,
-    lake_root: Path | None = None,
-    on_error: Callable[[FlowSpec, EventlakeError], None] | None = None,
-    inspect: Callable[[PlannedFlow], bool] | None = None,
-) -> Plan:
-    """Resolve config, order flows, build DataFrames and create missing Delta outputs.
-
-    ``on_error`` receives a flow that cannot be built (instead of raising), so that every
-    problem is reported at once. ``inspect`` sees each built flow before its output is
-    created; a False answer leaves the output uncreated.
-    """
-    params = pipeline.parse_params(settings.pipelines.get(pipeline.name))
+def check_flow_names(pipeline: Pipeline, flows: list[str] | None) -> None:
+    """EL-PIPELINE-001 for names in ``flows`` the pipeline does not declare."""
     unknown = sorted(set(flows or ()) - set(pipeline.flows))
     if unknown:
         raise EventlakeError(
@@ -121,18 +124,43 @@ def build_plan(
             f"(flows: {', '.join(sorted(pipeline.flows))}).",
             fix="check `eventlake list`",
         )
-    root = (lake_root or settings.lake.root).absolute()
+
+
+class PlanOptions(TypedDict, total=False):
+    """What to plan: ``flows`` (a subset), ``trigger`` (over every flow's own) and
+    ``lake_root`` (instead of the config's: `validate` plans into a scratch folder)."""
+
+    flows: list[str] | None
+    trigger: str | None
+    lake_root: Path | None
+
+
+def build_plan(
+    pipeline: Pipeline,
+    settings: Settings,
+    spark: SparkSession,
+    *,
+    on_error: Callable[[FlowSpec, EventlakeError], None] | None = None,
+    inspect: Callable[[PlannedFlow], bool] | None = None,
+    **options: Unpack[PlanOptions],
+) -> Plan:
+    """Resolve config, order flows, build DataFrames and create missing Delta outputs.
+
+    ``on_error`` receives a flow that cannot be built (instead of raising), so that every
+    problem is reported at once. ``inspect`` sees each built flow before its output is
+    created; a False answer leaves the output uncreated.
+    """
+    flows, trigger = options.get("flows"), options.get("trigger")
+    configs = pipeline.configs(settings, options.get("lake_root"))
+    check_flow_names(pipeline, flows)
     planned: list[PlannedFlow] = []
     for spec, lvl, ups in dependency_order(pipeline):
-        ctx = FlowContext(spark, settings, pipeline.name, spec.name, params, root)
+        config = configs[spec.name]
         where = f"flow '{spec.query_name}'"
         try:
-            source = spec.source.resolve(ctx)
-            if spec.inputs:
-                streams = {r: i.resolve(ctx).read_stream(spark) for r, i in spec.inputs}
-                ctx = replace(ctx, streams=streams)
-            sink = spec.sink.resolve(ctx)
-            df = spec.transform(ctx, source.read_stream(spark))
+            streams = {r: i.read(FlowContext.of(config, spark)) for r, i in spec.inputs}
+            ctx = FlowContext.of(config, spark, streams)
+            df = spec.transform(ctx, spec.input.read(ctx))
             if not getattr(df, "isStreaming", False):
                 raise EventlakeError(
                     ErrorCode.PIPELINE_INVALID,
@@ -149,9 +177,8 @@ def build_plan(
         flow = PlannedFlow(
             spec=spec,
             ctx=ctx,
-            sink=sink,
             df=df,
-            trigger=trigger or spec.trigger or params.trigger,
+            trigger=trigger or spec.trigger or config.params.trigger,
             level=lvl,
             upstream=ups,
         )
@@ -159,8 +186,8 @@ def build_plan(
         if inspect is not None and not inspect(flow):
             continue
         try:
-            spec.sink.ensure(ctx, df.schema)
+            spec.output.ensure(ctx, df.schema)
         except Exception as exc:
-            raise translate(exc, context=f"{where}: creating {spec.sink.describe(ctx)}") from exc
+            raise translate(exc, context=f"{where}: creating {spec.output.describe(ctx)}") from exc
     selected = tuple(flows) if flows else tuple(pipeline.flows)
     return Plan(pipeline=pipeline, flows=tuple(planned), selected=selected)

@@ -16,48 +16,49 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from eventlake.checkpoints import CheckpointLog
+from eventlake.checkpoints import CheckpointLog, write_fingerprint
+from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.kafka.admin import list_topics
 from eventlake.monitoring import FlowTotals, ProgressListener
 from eventlake.pipelines.api import Pipeline
-from eventlake.pipelines.context import FlowContext
 from eventlake.pipelines.plan import Plan, PlannedFlow
-from eventlake.triggers import AVAILABLE_NOW, CONTINUOUS, ONCE
+from eventlake.triggers import CONTINUOUS, ONCE, is_finite
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
-FINITE_TRIGGERS = (AVAILABLE_NOW, ONCE, "availablenow", "available_now")
 POLL_SECONDS = 0.25
 
 
 @dataclass
 class RunResult:
-    pipeline: str
+    """What a run did: per flow (by query name) its batches, rows and late drops."""
+
+    plan: Plan
     flows: dict[str, FlowTotals] = field(default_factory=dict)
     stopped_by_signal: bool = False
 
-
-def is_finite(trigger: str) -> bool:
-    return trigger.strip().lower() in FINITE_TRIGGERS
+    @property
+    def pipeline(self) -> str:
+        return self.plan.pipeline.name
 
 
 def preflight_topics(
-    pipeline: Pipeline, contexts: list[FlowContext], flows: list[str] | None = None
+    pipeline: Pipeline, configs: dict[str, FlowConfig], flows: list[str] | None = None
 ) -> None:
     """Fail fast, before Spark starts: the broker answers and every topic exists."""
     needed: dict[str, list[str]] = {}
-    for ctx in contexts:
-        if flows and ctx.flow not in flows:
+    for name, config in configs.items():
+        if flows and name not in flows:
             continue
-        spec = pipeline.flows[ctx.flow]
-        read = [t for i in spec.all_inputs() for t in i.topics(ctx)]
-        for topic in read + spec.sink.topics(ctx):
+        spec = pipeline.flows[name]
+        read = [t for i in spec.all_inputs() for t in i.topics(config)]
+        for topic in read + spec.output.topics(config):
             needed.setdefault(topic, []).append(spec.query_name)
     if not needed:
         return
-    kafka = contexts[0].settings.kafka
+    kafka = next(iter(configs.values())).settings.kafka
     existing = list_topics(kafka.bootstrap_servers, timeout=10.0, options=kafka.client_options())
     missing = {t: f for t, f in needed.items() if t not in existing}
     if missing:
@@ -72,6 +73,12 @@ def preflight_topics(
         )
 
 
+def _start_query(flow: PlannedFlow, trigger: str) -> StreamingQuery:
+    return flow.spec.output.start(
+        flow.df, flow.ctx, trigger=trigger, output_mode=flow.spec.output_mode
+    )
+
+
 def _all_ended(queries: list[StreamingQuery]) -> bool:
     return not any(q.isActive for q in queries)
 
@@ -83,17 +90,9 @@ class PipelineRunner:
         self.queries: dict[str, StreamingQuery] = {}
 
     def _start(self, flow: PlannedFlow) -> StreamingQuery:
-        from eventlake.validation.rules import write_fingerprint
-
         try:
-            write_fingerprint(flow)
-            query = flow.sink.start(
-                flow.df,
-                query_name=flow.query_name,
-                checkpoint=flow.checkpoint,
-                trigger=flow.trigger,
-                output_mode=flow.spec.output_mode,
-            )
+            write_fingerprint(flow.checkpoint, flow.fingerprint())
+            query = _start_query(flow, flow.trigger)
         except Exception as exc:
             self.stop_all()
             raise translate(exc, context=f"starting flow '{flow.query_name}'") from exc
@@ -121,7 +120,7 @@ class PipelineRunner:
     def run(self, stop: threading.Event | None = None) -> RunResult:
         stop = stop or threading.Event()
         finite = all(is_finite(f.trigger) for f in self.plan.flows)
-        result = RunResult(self.plan.pipeline.name)
+        result = RunResult(self.plan)
         try:
             for level in self.plan.levels():
                 started = [self._start(flow) for flow in level]
@@ -144,7 +143,7 @@ class PipelineRunner:
         """Re-run, once, each batch a stop cut short, so every flow ends on a commit.
 
         The re-run takes exactly the batch's logged offsets (Spark replays an uncommitted
-        batch before planning a new one) and the sinks are idempotent per batch, so this
+        batch before planning a new one) and the outputs are idempotent per batch, so this
         is the same batch the next start would replay, done now instead.
         """
         for flow in self.plan.flows:
@@ -152,13 +151,7 @@ class PipelineRunner:
                 continue
             if CheckpointLog(flow.checkpoint).in_flight is None:
                 continue
-            query = flow.sink.start(
-                flow.df,
-                query_name=flow.query_name,
-                checkpoint=flow.checkpoint,
-                trigger=ONCE,
-                output_mode=flow.spec.output_mode,
-            )
+            query = _start_query(flow, ONCE)
             self.queries[flow.query_name] = query
             try:
                 ended = query.awaitTermination(timeout)

@@ -25,16 +25,15 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
-from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, Pipeline
-from eventlake.pipelines.api import PipelineParams, SparkInterval
-from eventlake.sources import kafka_records
+from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
+from eventlake.durations import duration_ms
+from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
 from eventlake.transforms import (
     checked_events,
     deduplicated_events,
     flatten_window,
     quarantine_rows,
 )
-from eventlake.transforms.durations import interval_ms
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -59,8 +58,8 @@ class AdsParams(PipelineParams):
 
     @model_validator(mode="after")
     def _ctr_watermark_covers_outcomes(self) -> AdsParams:
-        needed = interval_ms(self.watermark) + interval_ms(self.attribution_window)
-        if interval_ms(self.ctr_watermark) <= needed:
+        needed = duration_ms(self.watermark) + duration_ms(self.attribution_window)
+        if duration_ms(self.ctr_watermark) <= needed:
             raise ValueError(
                 f"ctr_watermark ({self.ctr_watermark}) must exceed watermark ({self.watermark})"
                 f" + attribution_window ({self.attribution_window}): an impression without a "
@@ -97,22 +96,22 @@ def _deduplicated(ctx: FlowContext, df: DataFrame, fields: dict[str, str]) -> Da
     return deduplicated_events(records, fields, time=time, keys=[key], delay=p.watermark)
 
 
-@ads.flow(source=KafkaInput("impressions"), sink=DeltaOutput("silver", "ad_impressions"))
+@ads.flow(input=KafkaInput("impressions"), output=DeltaOutput("silver", "ad_impressions"))
 def impressions(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid impressions, de-duplicated by impression_id within the watermark."""
     return _deduplicated(ctx, df, IMPRESSION_FIELDS)
 
 
-@ads.flow(source=KafkaInput("clicks"), sink=DeltaOutput("silver", "ad_clicks"))
+@ads.flow(input=KafkaInput("clicks"), output=DeltaOutput("silver", "ad_clicks"))
 def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid clicks, de-duplicated by click_id within the watermark."""
     return _deduplicated(ctx, df, CLICK_FIELDS)
 
 
 @ads.flow(
-    source=KafkaInput("impressions"),
+    input=KafkaInput("impressions"),
     inputs={"clicks": KafkaInput("clicks")},
-    sink=DeltaOutput("silver", "ads_quarantine"),
+    output=DeltaOutput("silver", "ads_quarantine"),
 )
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Invalid impressions and clicks: raw value, Kafka coordinates, reason."""
@@ -143,9 +142,9 @@ def _joined(ctx: FlowContext, impressions: DataFrame, how: str) -> DataFrame:
 
 
 @ads.flow(
-    source=DeltaInput("silver", "ad_impressions"),
+    input=DeltaInput("silver", "ad_impressions"),
     inputs={"clicks": DeltaInput("silver", "ad_clicks")},
-    sink=DeltaOutput("silver", "ad_clicks_attributed"),
+    output=DeltaOutput("silver", "ad_clicks_attributed"),
 )
 def attributed(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Clicks matched to an impression of the same user and ad within the window."""
@@ -155,9 +154,9 @@ def attributed(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
 
 @ads.flow(
-    source=DeltaInput("silver", "ad_impressions"),
+    input=DeltaInput("silver", "ad_impressions"),
     inputs={"clicks": DeltaInput("silver", "ad_clicks")},
-    sink=DeltaOutput("silver", "ad_impressions_outcome"),
+    output=DeltaOutput("silver", "ad_impressions_outcome"),
 )
 def outcome(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Every impression with its click, or with nulls once its window has closed."""
@@ -165,7 +164,8 @@ def outcome(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
 
 @ads.flow(
-    source=DeltaInput("silver", "ad_impressions_outcome"), sink=DeltaOutput("gold", "ad_ctr_hourly")
+    input=DeltaInput("silver", "ad_impressions_outcome"),
+    output=DeltaOutput("gold", "ad_ctr_hourly"),
 )
 def ctr_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Impressions, clicks, unique users and CTR per ad and hour of impression time."""

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, Pipeline
-from eventlake.pipelines.api import PipelineParams, SparkInterval
-from eventlake.sources import kafka_records
+from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
+from eventlake.durations import duration_ms
+from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
 from eventlake.state import sessions_with_state
 from eventlake.transforms import (
     checked_events,
@@ -32,7 +32,6 @@ from eventlake.transforms import (
     flatten_window,
     quarantine_rows,
 )
-from eventlake.transforms.durations import interval_ms
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -68,7 +67,7 @@ def checked_clicks(records: DataFrame) -> DataFrame:
     return checked_events(records, CLICK_FIELDS)
 
 
-@clickstream.flow(source=KafkaInput(), sink=DeltaOutput("silver", "clicks"))
+@clickstream.flow(input=KafkaInput(), output=DeltaOutput("silver", "clicks"))
 def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid events, typed, de-duplicated by event_id within the watermark."""
     p = ctx.typed(ClickstreamParams)
@@ -77,14 +76,14 @@ def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
     )
 
 
-@clickstream.flow(source=KafkaInput(), sink=DeltaOutput("silver", "clicks_quarantine"))
+@clickstream.flow(input=KafkaInput(), output=DeltaOutput("silver", "clicks_quarantine"))
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid events: raw value, Kafka coordinates, reason."""
     return quarantine_rows(checked_clicks(kafka_records(df)))
 
 
 @clickstream.flow(
-    source=DeltaInput("silver", "clicks"), sink=DeltaOutput("gold", "user_clicks_5min")
+    input=DeltaInput("silver", "clicks"), output=DeltaOutput("gold", "user_clicks_5min")
 )
 def user_clicks_5min(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Clicks per user and tumbling window; each window written once, when it closes."""
@@ -102,7 +101,7 @@ def user_clicks_5min(ctx: FlowContext, df: DataFrame) -> DataFrame:
     return flatten_window(windowed)
 
 
-@clickstream.flow(source=DeltaInput("silver", "clicks"), sink=DeltaOutput("gold", "user_sessions"))
+@clickstream.flow(input=DeltaInput("silver", "clicks"), output=DeltaOutput("gold", "user_sessions"))
 def user_sessions(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Sessions per user (session_window); each written once, when the watermark passes
     its end."""
@@ -123,7 +122,7 @@ def user_sessions(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
 
 @clickstream.flow(
-    source=DeltaInput("silver", "clicks"), sink=DeltaOutput("gold", "user_sessions_custom")
+    input=DeltaInput("silver", "clicks"), output=DeltaOutput("gold", "user_sessions_custom")
 )
 def user_sessions_custom(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """The sessions of user_sessions, with transformWithState: adds distinct pages and the
@@ -134,5 +133,5 @@ def user_sessions_custom(ctx: FlowContext, df: DataFrame) -> DataFrame:
         key="user_id",
         time="event_time",
         page="page",
-        gap_ms=interval_ms(p.session_gap),
+        gap_ms=duration_ms(p.session_gap),
     )

@@ -27,9 +27,15 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, KafkaOutput, Pipeline
-from eventlake.pipelines.api import PipelineParams, SparkInterval
-from eventlake.sources import kafka_records
+from eventlake.connectors import (
+    DeltaInput,
+    DeltaOutput,
+    KafkaInput,
+    KafkaOutput,
+    ensure_delta_table,
+    kafka_records,
+)
+from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
 from eventlake.transforms import first_failure, flatten_window, parse_json, quarantine_rows
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON, NULL_VALUE
 
@@ -106,13 +112,13 @@ def checked_orders(bronze: DataFrame) -> DataFrame:
     )
 
 
-@orders.flow(source=KafkaInput(), sink=DeltaOutput("bronze", "orders"))
+@orders.flow(input=KafkaInput(), output=DeltaOutput("bronze", "orders"))
 def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Every Kafka record as received."""
     return kafka_records(df)
 
 
-@orders.flow(source=DeltaInput("bronze", "orders"), sink=DeltaOutput("silver", "orders"))
+@orders.flow(input=DeltaInput("bronze", "orders"), output=DeltaOutput("silver", "orders"))
 def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid orders, typed, de-duplicated by order_id within the dedup watermark."""
     from pyspark.sql import functions as F
@@ -135,13 +141,15 @@ def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
     )
 
 
-@orders.flow(source=DeltaInput("bronze", "orders"), sink=DeltaOutput("silver", "orders_quarantine"))
+@orders.flow(
+    input=DeltaInput("bronze", "orders"), output=DeltaOutput("silver", "orders_quarantine")
+)
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid orders: raw value, Kafka coordinates, reason."""
     return quarantine_rows(checked_orders(df))
 
 
-@orders.flow(source=DeltaInput("silver", "orders"), sink=DeltaOutput("gold", "revenue_hourly"))
+@orders.flow(input=DeltaInput("silver", "orders"), output=DeltaOutput("gold", "revenue_hourly"))
 def revenue_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Orders and revenue per category and tumbling window; each window written once."""
     from pyspark.sql import functions as F
@@ -156,8 +164,8 @@ def revenue_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
 
 @orders.flow(
-    source=DeltaInput("silver", "orders"),
-    sink=DeltaOutput("gold", "category_orders_sliding"),
+    input=DeltaInput("silver", "orders"),
+    output=DeltaOutput("gold", "category_orders_sliding"),
 )
 def category_sliding(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Orders per category and sliding window; each window written once."""
@@ -172,7 +180,7 @@ def category_sliding(ctx: FlowContext, df: DataFrame) -> DataFrame:
     return flatten_window(windowed)
 
 
-@orders.flow(source=DeltaInput("silver", "orders"), sink=KafkaOutput("high_value_topic"))
+@orders.flow(input=DeltaInput("silver", "orders"), output=KafkaOutput("high_value_topic"))
 def high_value(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Orders above the threshold, as JSON keyed by order_id (at-least-once)."""
     from pyspark.sql import functions as F
@@ -199,15 +207,12 @@ def categories(ctx: FlowContext) -> DataFrame:
     A batch read of a Delta table inside a streaming plan is resolved again for every
     micro-batch, so each batch joins the table's newest version.
     """
-    from delta.tables import DeltaTable
-
-    path = str(ctx.table_path("reference", "categories"))
-    if not DeltaTable.isDeltaTable(ctx.spark, path):
-        ctx.spark.createDataFrame([], CATEGORIES_DDL).write.format("delta").save(path)
-    return ctx.spark.read.format("delta").load(path)
+    path = ctx.table_path("reference", "categories")
+    ensure_delta_table(ctx.spark, path, CATEGORIES_DDL)
+    return ctx.spark.read.format("delta").load(str(path))
 
 
-@orders.flow(source=DeltaInput("silver", "orders"), sink=DeltaOutput("gold", "orders_enriched"))
+@orders.flow(input=DeltaInput("silver", "orders"), output=DeltaOutput("gold", "orders_enriched"))
 def enriched(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Orders with their category's department and margin (stream-static join)."""
     from pyspark.sql import functions as F

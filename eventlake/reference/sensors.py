@@ -21,9 +21,15 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from eventlake.pipelines import DeltaInput, DeltaOutput, FanOut, KafkaInput, MergeDelta, Pipeline
-from eventlake.pipelines.api import PipelineParams, SparkInterval
-from eventlake.sources import kafka_records
+from eventlake.connectors import (
+    DeltaInput,
+    DeltaOutput,
+    FanOut,
+    KafkaInput,
+    MergeDelta,
+    kafka_records,
+)
+from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
 from eventlake.transforms import (
     checked_events,
     deduplicated_events,
@@ -35,8 +41,8 @@ if TYPE_CHECKING:
     from delta.tables import DeltaMergeBuilder, DeltaTable
     from pyspark.sql import DataFrame
 
+    from eventlake.connectors import BatchContext
     from eventlake.pipelines import FlowContext
-    from eventlake.sinks.batch import BatchContext
 
 
 class SensorsParams(PipelineParams):
@@ -63,7 +69,7 @@ def checked_readings(records: DataFrame) -> DataFrame:
     return checked_events(records, READING_FIELDS)
 
 
-@sensors.flow(source=KafkaInput(), sink=DeltaOutput("silver", "sensor_readings"))
+@sensors.flow(input=KafkaInput(), output=DeltaOutput("silver", "sensor_readings"))
 def readings(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid readings, typed, de-duplicated by sensor and event time within the watermark."""
     p = ctx.typed(SensorsParams)
@@ -76,7 +82,7 @@ def readings(ctx: FlowContext, df: DataFrame) -> DataFrame:
     )
 
 
-@sensors.flow(source=KafkaInput(), sink=DeltaOutput("silver", "sensor_readings_quarantine"))
+@sensors.flow(input=KafkaInput(), output=DeltaOutput("silver", "sensor_readings_quarantine"))
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid readings: raw value, Kafka coordinates, reason."""
     return quarantine_rows(checked_readings(kafka_records(df)))
@@ -101,7 +107,8 @@ def sliding_stats(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
 
 @sensors.flow(
-    source=DeltaInput("silver", "sensor_readings"), sink=DeltaOutput("gold", "sensor_stats_sliding")
+    input=DeltaInput("silver", "sensor_readings"),
+    output=DeltaOutput("gold", "sensor_stats_sliding"),
 )
 def stats_sliding(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Sliding-window statistics per sensor; each window written once, when it closes."""
@@ -118,8 +125,8 @@ def upsert_window(target: DeltaTable, source: DataFrame, batch: BatchContext) ->
 
 
 @sensors.flow(
-    source=DeltaInput("silver", "sensor_readings"),
-    sink=FanOut(MergeDelta("gold", "sensor_stats_live", upsert_window, STATS_DDL)),
+    input=DeltaInput("silver", "sensor_readings"),
+    output=FanOut(MergeDelta("gold", "sensor_stats_live", upsert_window, STATS_DDL)),
     output_mode="update",
 )
 def stats_live(ctx: FlowContext, df: DataFrame) -> DataFrame:

@@ -27,19 +27,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from eventlake.pipelines import (
+from eventlake.connectors import (
     DeltaInput,
     DeltaOutput,
     FanOut,
     KafkaInput,
     MergeDelta,
-    Pipeline,
     ToDelta,
     ToKafka,
     ToPostgres,
+    kafka_records,
 )
-from eventlake.pipelines.api import PipelineParams
-from eventlake.sources import kafka_records
+from eventlake.pipelines import Pipeline, PipelineParams
 from eventlake.transforms import first_failure, parse_json, quarantine_rows
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON
 
@@ -47,8 +46,8 @@ if TYPE_CHECKING:
     from delta.tables import DeltaMergeBuilder, DeltaTable
     from pyspark.sql import Column, DataFrame
 
+    from eventlake.connectors import BatchContext
     from eventlake.pipelines import FlowContext
-    from eventlake.sinks import BatchContext
 
 
 class UsersParams(PipelineParams):
@@ -131,7 +130,7 @@ def parse_changes(records: DataFrame) -> DataFrame:
     )
 
 
-@users.flow(source=KafkaInput(), sink=DeltaOutput("bronze", "users_cdc"))
+@users.flow(input=KafkaInput(), output=DeltaOutput("bronze", "users_cdc"))
 def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Every Kafka record as received, with the change parsed and checked."""
     return parse_changes(kafka_records(df))
@@ -147,7 +146,7 @@ _PER_BATCH: dict[tuple[str, str], tuple[tuple[str, int], DataFrame]] = {}
 
 
 def _once_per_batch(name: str, batch: BatchContext, build: Callable[[], DataFrame]) -> DataFrame:
-    """``build()`` persisted and shared by the batch's writers; the previous batch's copy
+    """``build()`` persisted and shared by the batch's targets; the previous batch's copy
     is released when the next batch asks."""
     slot, key = (batch.flow, name), (batch.stream_id, batch.batch_id)
     cached = _PER_BATCH.get(slot)
@@ -164,7 +163,7 @@ def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchCo
     """Every valid change in bronze of the users this batch touches, one per instant.
 
     Several changes of one user at the same ``source_ts_ms`` collapse to the one with the
-    highest offset. Computed once per batch and shared by the batch's writers.
+    highest offset. Computed once per batch and shared by the batch's targets.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -282,8 +281,8 @@ def state_records(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) ->
 
 
 @users.flow(
-    source=DeltaInput("bronze", "users_cdc"),
-    sink=FanOut(
+    input=DeltaInput("bronze", "users_cdc"),
+    output=FanOut(
         ToDelta("silver", "users_quarantine", prepare=quarantined, schema=QUARANTINE_DDL),
         MergeDelta("silver", "users_history", merge_history, HISTORY_DDL, prepare=history),
         MergeDelta("silver", "users", merge_latest, USERS_DDL, prepare=latest_state),

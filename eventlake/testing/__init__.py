@@ -7,12 +7,16 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eventlake.errors import ErrorCode, EventlakeError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from eventlake.config import Settings
+    from eventlake.pipelines import Pipeline, Registry
+    from eventlake.pipelines.runner import RunResult
 
 T = TypeVar("T")
 
@@ -63,3 +67,39 @@ def delta_version(path: Path | str) -> int:
     from deltalake import DeltaTable
 
     return int(DeltaTable(str(path)).version())
+
+
+def settings_for(
+    root: Path,
+    bootstrap: str | None = None,
+    *,
+    spark: dict[str, Any] | None = None,
+    **pipelines: dict[str, Any],
+) -> Settings:
+    """Settings for a test: lake and checkpoints under ``root``, the given broker, and a
+    section per pipeline (``settings_for(tmp, bootstrap, orders={"topic": t})``)."""
+    from eventlake.config.loader import settings_from_dict
+
+    data: dict[str, Any] = {
+        "lake": {"root": str(root / "lake")},
+        "checkpoints": {"root": str(root / "checkpoints")},
+        "spark": spark or {"master": "local[2]"},
+        "pipelines": pipelines,
+    }
+    if bootstrap is not None:
+        data["kafka"] = {"bootstrap_servers": bootstrap}
+    return settings_from_dict(data)
+
+
+def run_available_now(
+    pipeline: str | Pipeline,
+    settings: Settings,
+    *,
+    flows: list[str] | None = None,
+    registry: Registry | None = None,
+) -> RunResult:
+    """One validated available-now run of ``pipeline`` (or of ``flows``), as
+    ``eventlake run --trigger available-now`` does."""
+    from eventlake.run import run_pipeline
+
+    return run_pipeline(pipeline, settings, trigger="available-now", flows=flows, registry=registry)

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from eventlake.config import Settings
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.api import FlowSpec, Pipeline
-from eventlake.pipelines.plan import Plan, PlannedFlow, build_plan
-from eventlake.validation.rules import ERROR, WARNING, Finding, check_flow, slide_finding
+from eventlake.pipelines.plan import Plan, PlannedFlow, PlanOptions, build_plan
+from eventlake.validation.rules import (
+    ERROR,
+    WARNING,
+    Finding,
+    Issue,
+    check_flow,
+    finding,
+    slide_finding,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,38 +47,23 @@ class Report:
 
 
 def check_pipeline(
-    pipeline: Pipeline,
-    settings: Settings,
-    spark: SparkSession,
-    *,
-    flows: list[str] | None = None,
-    trigger: str | None = None,
-    lake_root: Path | None = None,
+    pipeline: Pipeline, settings: Settings, spark: SparkSession, **options: Unpack[PlanOptions]
 ) -> tuple[Plan, Report]:
     """Build the plan, checking each flow before its output is created."""
     report = Report(pipeline.name)
 
     def on_error(spec: FlowSpec, error: EventlakeError) -> None:
-        finding = slide_finding(spec.query_name, error.what)
-        report.findings.append(
-            finding
-            or Finding(
-                "EL-V000", ERROR, spec.query_name,
-                f"the flow cannot be analysed: {error.what}",
-                "Spark would fail the same way when the query starts",
-                error.fix or "correct the transform",
-            )
-        )  # fmt: skip
+        analysed = Issue(f"the flow cannot be analysed: {error.what}", fix=error.fix)
+        found = slide_finding(spec.query_name, error)
+        report.findings.append(found or finding("EL-V000", spec.query_name, analysed))
 
     def inspect(flow: PlannedFlow) -> bool:
         found = check_flow(flow)
         report.findings.extend(found)
         return not any(f.severity == ERROR for f in found)
 
-    plan = build_plan(
-        pipeline, settings, spark, flows=flows, trigger=trigger, lake_root=lake_root,
-        on_error=on_error, inspect=inspect,
-    )  # fmt: skip
+    plan = build_plan(pipeline, settings, spark, on_error=on_error, inspect=inspect, **options)
+    flows = options.get("flows")
     if flows:
         report.findings = [f for f in report.findings if f.flow.split(".", 1)[1] in flows]
     return plan, report

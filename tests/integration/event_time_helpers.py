@@ -5,43 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from confluent_kafka import Consumer
-from pyspark.sql import SparkSession
 
 from eventlake.config import Settings
-from eventlake.config.loader import settings_from_dict
 from eventlake.kafka import topic_offsets
 from eventlake.kafka.admin import produce
-from eventlake.pipelines.loader import load_pipelines
-from eventlake.pipelines.plan import build_plan
-from eventlake.pipelines.runner import RunResult, run_plan
 from eventlake.testing import read_delta, unique_name
-
-
-def event_settings(bootstrap: str, root: Path, pipeline: str, **params: Any) -> Settings:
-    return settings_from_dict(
-        {
-            "kafka": {"bootstrap_servers": bootstrap},
-            "lake": {"root": str(root / "lake")},
-            "checkpoints": {"root": str(root / "checkpoints")},
-            "spark": {"master": "local[2]"},
-            "pipelines": {pipeline: params},
-        }
-    )
-
-
-def run_available_now(
-    pipeline: str, settings: Settings, spark: SparkSession, flows: list[str] | None = None
-) -> RunResult:
-    """One available-now run of the pipeline (or of ``flows``), as `eventlake run` does."""
-    plan = build_plan(
-        load_pipelines().get(pipeline), settings, spark, trigger="available-now", flows=flows
-    )
-    return run_plan(plan)
 
 
 def send_events(bootstrap: str, topic: str, key: str, events: Iterable[dict[str, Any]]) -> None:

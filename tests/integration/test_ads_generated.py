@@ -16,13 +16,12 @@ from eventlake.checkpoints import CheckpointLog
 from eventlake.config import Settings
 from eventlake.generator.ads import CLICKS, IMPRESSIONS, AdsConfig, AdsGenerator
 from eventlake.kafka.admin import produce
+from eventlake.testing import run_available_now, settings_for
 from eventlake.testing.watermark import EPOCH, by_batch, kafka_batches, not_late
 from tests.integration.clickstream_expected import parse_time
 from tests.integration.event_time_helpers import (
     as_rows,
-    event_settings,
     read_topic,
-    run_available_now,
     table,
 )
 
@@ -60,7 +59,9 @@ def test_ads_tables_equal_the_batch_by_batch_truth(
 ) -> None:
     topics = {IMPRESSIONS: make_topic(partitions=2, prefix="imp"),
               CLICKS: make_topic(partitions=2, prefix="clk")}  # fmt: skip
-    settings = event_settings(bootstrap, tmp_path, "ads", topics=topics, max_offsets_per_trigger=80)
+    settings = settings_for(
+        tmp_path, bootstrap, ads=dict(topics=topics, max_offsets_per_trigger=80)
+    )
     gen = AdsGenerator(AdsConfig(
         seed=5, late_fraction=0.04, late_delay=timedelta(minutes=40),
         out_of_order_fraction=0.1, duplicate_fraction=0.05, malformed_fraction=0.03,
@@ -71,7 +72,7 @@ def test_ads_tables_equal_the_batch_by_batch_truth(
             out[role].append((record.key, record.value))
         for role, pairs in out.items():
             produce(bootstrap, topics[role], pairs)
-        run_available_now("ads", settings, spark)
+        run_available_now("ads", settings)
 
     imp_fields = ("impression_id", "user_id", "ad_id", "impression_time")
     clk_fields = ("click_id", "user_id", "ad_id", "click_time")

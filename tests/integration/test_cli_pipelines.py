@@ -17,14 +17,14 @@ from tests.integration.cli_helpers import run_cli, write_config
 pytestmark = pytest.mark.integration
 
 USER_MODULE = '''
-from eventlake.pipelines import DeltaOutput, KafkaInput, Pipeline
-from eventlake.sources import kafka_records
+from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
+from eventlake.pipelines import Pipeline
 from pyspark.sql import functions as F
 
 clicks = Pipeline("user_clicks", description="a user's own pipeline")
 
 
-@clicks.flow(source=KafkaInput(), sink=DeltaOutput("bronze", "user_clicks"))
+@clicks.flow(input=KafkaInput(), output=DeltaOutput("bronze", "user_clicks"))
 def raw(ctx, df):
     """Clicks as text, upper-cased page."""
     rows = kafka_records(df)
@@ -45,6 +45,14 @@ def test_user_module_is_listed_validated_and_run(
     assert listed.returncode == 0, listed.stderr
     assert "user_clicks" in listed.stdout
     assert "orders" in listed.stdout  # the shipped pipelines stay listed
+    # Each flow with its delivery guarantee, from the output's type.
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines() if line.startswith("  ")}
+    assert (
+        f"kafka:{topic} -> delta:bronze/user_clicks  (append, exactly-once)"
+        in lines["user_clicks.raw"]
+    )
+    assert "(append, at-least-once)" in lines["orders.high_value"]
+    assert "(append, at-least-once)" in lines["users.silver"]  # a fan-out: its weakest target
 
     ran = run_cli(
         "--config", str(cfg), "run", "user_clicks", "--module", str(module),

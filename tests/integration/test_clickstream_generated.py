@@ -13,13 +13,12 @@ from pyspark.sql import SparkSession
 from eventlake.checkpoints import CheckpointLog
 from eventlake.generator.base import send
 from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
+from eventlake.testing import run_available_now, settings_for
 from eventlake.testing.watermark import EPOCH
 from tests.integration.clickstream_expected import clicks_5min, kept_clicks, sessions
 from tests.integration.event_time_helpers import (
     as_rows,
-    event_settings,
     read_topic,
-    run_available_now,
     table,
 )
 
@@ -30,8 +29,8 @@ def test_clickstream_tables_equal_the_batch_by_batch_truth(
     spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = make_topic(partitions=2, prefix="clicks")
-    settings = event_settings(
-        bootstrap, tmp_path, "clickstream", topic=topic, max_offsets_per_trigger=120
+    settings = settings_for(
+        tmp_path, bootstrap, clickstream=dict(topic=topic, max_offsets_per_trigger=120)
     )
     gen = ClicksGenerator(ClicksConfig(
         seed=11, late_fraction=0.04, late_delay=timedelta(minutes=40),
@@ -41,7 +40,7 @@ def test_clickstream_tables_equal_the_batch_by_batch_truth(
     results = []
     for _ in range(2):
         send(bootstrap, topic, gen.records(500))
-        results.append(run_available_now("clickstream", settings, spark))
+        results.append(run_available_now("clickstream", settings))
 
     fields = ("event_id", "user_id", "event_type", "page", "event_time")
     records = read_topic(bootstrap, topic, fields, "event_time")

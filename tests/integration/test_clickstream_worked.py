@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.testing import run_available_now, settings_for
 from tests.integration.event_time_helpers import (
     at,
-    event_settings,
     rows,
-    run_available_now,
     send_events,
     table,
 )
@@ -33,7 +32,7 @@ def test_seed_windowed_counts_late_click_not_counted(
     spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = make_topic(prefix="clicks")
-    settings = event_settings(bootstrap, tmp_path, "clickstream", topic=topic)
+    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic))
 
     def gold() -> set[tuple[object, ...]]:
         windows = table(settings, "gold", "user_clicks_5min")
@@ -43,30 +42,30 @@ def test_seed_windowed_counts_late_click_not_counted(
     send_events(bootstrap, topic, "user_id", [
         click("u1", "12:01:30", "e1"), click("u2", "12:02:10", "e2"), click("u1", "12:04:50", "e3"),
     ])  # fmt: skip
-    run_available_now("clickstream", settings, spark, FLOWS)
+    run_available_now("clickstream", settings, flows=FLOWS)
     assert gold() == set()
 
     # Batch 2: events 4-5; watermark 12:09 - 10 min = 11:59. [12:00, 12:05) still open.
     send_events(bootstrap, topic, "user_id", [click("u1", "12:06:00", "e4"),
                                                click("u2", "12:09:00", "e5")])  # fmt: skip
-    run_available_now("clickstream", settings, spark, FLOWS)
+    run_available_now("clickstream", settings, flows=FLOWS)
     assert gold() == set()
 
     # The late click (11:58) arrives with the watermark at 11:59: dropped from the count.
     send_events(bootstrap, topic, "user_id", [click("u1", "11:58:00", "e6")])
-    result = run_available_now("clickstream", settings, spark, FLOWS)
+    result = run_available_now("clickstream", settings, flows=FLOWS)
     assert result.flows["clickstream.clicks"].dropped_by_watermark == 1
     assert gold() == set()
 
     # Later events move the watermark to 12:15 - 10 min = 12:05: [12:00, 12:05) closes,
     # in this run's closing no-data batch; no further input is needed.
     send_events(bootstrap, topic, "user_id", [click("u2", "12:15:00", "e7")])
-    run_available_now("clickstream", settings, spark, FLOWS)
+    run_available_now("clickstream", settings, flows=FLOWS)
     assert gold() == {("12:00", "12:05", "u1", 2), ("12:00", "12:05", "u2", 1)}
 
     # Past 12:20 the [12:05, 12:10) window closes too; the late click never appears.
     send_events(bootstrap, topic, "user_id", [click("u1", "12:21:00", "e8")])
-    run_available_now("clickstream", settings, spark, FLOWS)
+    run_available_now("clickstream", settings, flows=FLOWS)
     assert gold() == {
         ("12:00", "12:05", "u1", 2),
         ("12:00", "12:05", "u2", 1),

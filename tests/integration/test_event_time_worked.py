@@ -12,11 +12,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from eventlake.config import Settings
+from eventlake.testing import run_available_now, settings_for
 from tests.integration.event_time_helpers import (
     at,
-    event_settings,
     rows,
-    run_available_now,
     send_events,
     table,
 )
@@ -51,7 +50,7 @@ def test_sessions_close_when_the_watermark_passes_their_end(
     30-minute gap, 10-minute watermark. A session ends ``gap`` after its last event, as
     Spark's session_window has it (the seed prints the last event time, 12:15, instead)."""
     topic = make_topic(prefix="sessions")
-    settings = event_settings(bootstrap, tmp_path, "clickstream", topic=topic)
+    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic))
 
     # Run 1: watermark after it 12:15 - 10 min = 12:05; both sessions are open.
     send_events(bootstrap, topic, "user_id", [
@@ -60,14 +59,14 @@ def test_sessions_close_when_the_watermark_passes_their_end(
         click("u2", "12:08:00", "e5", "/d"), click("u1", "12:11:00", "e6", "/c"),
         click("u1", "12:15:00", "e7", "/b"),
     ])  # fmt: skip
-    run_available_now("clickstream", settings, spark, SESSION_FLOWS)
+    run_available_now("clickstream", settings, flows=SESSION_FLOWS)
     assert sessions(settings) == set()
     assert custom_sessions(settings) == set()
 
     # Run 2: u3 at 12:50 moves the watermark to 12:40, past u2's end (12:08 + 30 = 12:38)
     # but not u1's (12:15 + 30 = 12:45).
     send_events(bootstrap, topic, "user_id", [click("u3", "12:50:00", "e8", "/x")])
-    run_available_now("clickstream", settings, spark, SESSION_FLOWS)
+    run_available_now("clickstream", settings, flows=SESSION_FLOWS)
     assert sessions(settings) == {("12:05", "12:38", "u2", 2)}
     assert custom_sessions(settings) == {("12:05", "12:38", "u2", 2, 2, "/a", "/d")}
 
@@ -76,7 +75,7 @@ def test_sessions_close_when_the_watermark_passes_their_end(
     send_events(bootstrap, topic, "user_id", [
         click("u1", "12:20:00", "e9", "/late"), click("u3", "13:00:00", "e10", "/y"),
     ])  # fmt: skip
-    run_available_now("clickstream", settings, spark, SESSION_FLOWS)
+    run_available_now("clickstream", settings, flows=SESSION_FLOWS)
     assert sessions(settings) == {("12:00", "12:45", "u1", 5), ("12:05", "12:38", "u2", 2)}
     assert custom_sessions(settings) == {
         ("12:00", "12:45", "u1", 5, 3, "/a", "/b"),
@@ -91,12 +90,12 @@ def test_sessions_merge_when_an_out_of_order_event_bridges_the_gap(
     """Two sessions of one user, 35 minutes apart, become one when an event between them
     arrives before the watermark closes the first."""
     topic = make_topic(prefix="sessions")
-    settings = event_settings(bootstrap, tmp_path, "clickstream", topic=topic)
+    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic))
 
     send_events(bootstrap, topic, "user_id", [
         click("u1", "12:00:00", "e1", "/a"), click("u1", "12:35:00", "e2", "/b"),
     ])  # fmt: skip
-    run_available_now("clickstream", settings, spark, SESSION_FLOWS)  # watermark 12:25
+    run_available_now("clickstream", settings, flows=SESSION_FLOWS)  # watermark 12:25
     assert sessions(settings) == set()
 
     # 12:28 is behind the newest event but ahead of the watermark. It falls inside the
@@ -104,7 +103,7 @@ def test_sessions_merge_when_an_out_of_order_event_bridges_the_gap(
     send_events(bootstrap, topic, "user_id", [
         click("u1", "12:28:00", "e3", "/c"), click("u2", "13:30:00", "e4", "/z"),
     ])  # fmt: skip
-    run_available_now("clickstream", settings, spark, SESSION_FLOWS)  # watermark 13:20
+    run_available_now("clickstream", settings, flows=SESSION_FLOWS)  # watermark 13:20
     assert sessions(settings) == {("12:00", "13:05", "u1", 3)}
     assert custom_sessions(settings) == {("12:00", "13:05", "u1", 3, 3, "/a", "/b")}
 
@@ -119,8 +118,9 @@ def test_dedup_within_a_30_minute_watermark(
     the watermark keeps its first copy in state (30 minutes past its event time), and
     passes once the first copy has been evicted."""
     topic = make_topic(prefix="dedup")
-    settings = event_settings(bootstrap, tmp_path, "clickstream", topic=topic,
-                              watermark="30 minutes")  # fmt: skip
+    settings = settings_for(
+        tmp_path, bootstrap, clickstream=dict(topic=topic, watermark="30 minutes")
+    )
 
     def silver() -> list[tuple[str, str, str]]:
         """Every row, so that a duplicate would show."""
@@ -132,7 +132,7 @@ def test_dedup_within_a_30_minute_watermark(
     send_events(bootstrap, topic, "user_id", [
         click("u1", "12:00:00", "e1"), click("u2", "12:01:00", "e2"), click("u1", "12:00:00", "e1"),
     ])  # fmt: skip
-    run_available_now("clickstream", settings, spark, ["clicks"])
+    run_available_now("clickstream", settings, flows=["clicks"])
     assert silver() == [("e1", "12:00", "/"), ("e2", "12:01", "/")]
 
     # Run 2: a producer retry re-sends e1 stamped 12:20, 20 minutes after the original,
@@ -140,13 +140,13 @@ def test_dedup_within_a_30_minute_watermark(
     send_events(bootstrap, topic, "user_id", [
         click("u1", "12:20:00", "e1", "/retry"), click("u3", "12:20:00", "e3"),
     ])  # fmt: skip
-    run_available_now("clickstream", settings, spark, ["clicks"])
+    run_available_now("clickstream", settings, flows=["clicks"])
     assert silver() == [("e1", "12:00", "/"), ("e2", "12:01", "/"), ("e3", "12:20", "/")]
 
     # Run 3: e4 at 13:10 moves the watermark to 12:40, past e1's horizon (12:30): e1 leaves
     # the state.
     send_events(bootstrap, topic, "user_id", [click("u4", "13:10:00", "e4")])
-    run_available_now("clickstream", settings, spark, ["clicks"])
+    run_available_now("clickstream", settings, flows=["clicks"])
 
     # Run 4: e1 again, stamped 12:45 (45 minutes after the original): no longer a duplicate
     # Spark can see. A copy of e2 with its original time (12:01) is behind the watermark:
@@ -154,7 +154,7 @@ def test_dedup_within_a_30_minute_watermark(
     send_events(bootstrap, topic, "user_id", [
         click("u1", "12:45:00", "e1", "/again"), click("u2", "12:01:00", "e2"),
     ])  # fmt: skip
-    result = run_available_now("clickstream", settings, spark, ["clicks"])
+    result = run_available_now("clickstream", settings, flows=["clicks"])
     assert result.flows["clickstream.clicks"].dropped_by_watermark == 1
     assert silver() == [
         ("e1", "12:00", "/"),
@@ -187,8 +187,9 @@ def test_click_attribution_inner_and_left_outer_joins(
     impression once: with its click, or with nulls after the watermark (the smaller of
     the two inputs') passes impression_time + 5 minutes."""
     imp_topic, click_topic = make_topic(prefix="imp"), make_topic(prefix="clk")
-    settings = event_settings(bootstrap, tmp_path, "ads",
-                              topics={"impressions": imp_topic, "clicks": click_topic})  # fmt: skip
+    settings = settings_for(
+        tmp_path, bootstrap, ads=dict(topics={"impressions": imp_topic, "clicks": click_topic})
+    )
 
     def attributed() -> set[tuple[object, ...]]:
         return rows(table(settings, "silver", "ad_clicks_attributed"),
@@ -210,7 +211,7 @@ def test_click_attribution_inner_and_left_outer_joins(
         ad_click("c1", "u1", "a1", "12:03:00"), ad_click("c2", "u2", "a1", "12:08:00"),
         ad_click("c3", "u1", "a2", "12:02:00"), ad_click("c4", "u3", "a2", "12:04:00"),
     ])  # fmt: skip
-    run_available_now("ads", settings, spark, JOIN_FLOWS)
+    run_available_now("ads", settings, flows=JOIN_FLOWS)
     assert attributed() == {("c1", "i1", "u1", "a1"), ("c3", "i3", "u1", "a2")}
     # Watermark min(12:03, 12:08) - 10 min = 11:53: no match window has closed yet.
     assert outcome() == {("i1", "c1", "12:03"), ("i3", "c3", "12:02")}
@@ -222,7 +223,7 @@ def test_click_attribution_inner_and_left_outer_joins(
     send_events(bootstrap, click_topic, "user_id", [
         ad_click("c5", "u5", "a9", "12:20:00"), ad_click("c7", "u2", "a1", "12:04:00"),
     ])  # fmt: skip
-    run_available_now("ads", settings, spark, JOIN_FLOWS)
+    run_available_now("ads", settings, flows=JOIN_FLOWS)
     assert attributed() == {
         ("c1", "i1", "u1", "a1"),
         ("c3", "i3", "u1", "a2"),
@@ -241,7 +242,7 @@ def test_click_attribution_inner_and_left_outer_joins(
     send_events(bootstrap, click_topic, "user_id", [
         ad_click("c8", "u4", "a1", "12:09:00"), ad_click("c9", "u6", "a3", "12:40:00"),
     ])  # fmt: skip
-    result = run_available_now("ads", settings, spark, JOIN_FLOWS)
+    result = run_available_now("ads", settings, flows=JOIN_FLOWS)
     assert result.flows["ads.clicks"].dropped_by_watermark == 1
     assert len(attributed()) == 4  # c9 matches i6 at once
     assert ("c9", "i6", "u6", "a3") in attributed()

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.config.loader import settings_from_dict
-from eventlake.pipelines import FilesInput, FilesOutput, MemoryOutput, Pipeline
-from eventlake.pipelines.plan import build_plan
-from eventlake.pipelines.runner import run_plan
+from eventlake.connectors import FilesInput, FilesOutput, MemoryOutput
+from eventlake.pipelines import Pipeline
+from eventlake.testing import run_available_now, settings_for
 
 pytestmark = pytest.mark.integration
 
@@ -27,24 +26,20 @@ def test_json_files_to_parquet_and_memory(spark: SparkSession, tmp_path: Path) -
                  for i in range(10)]  # fmt: skip
         (inbox / f"part-{n}.json").write_text("\n".join(lines) + "\n")
 
-    files = Pipeline("files_demo", register=False)
+    files = Pipeline("files_demo")
 
     def doubled(ctx: Any, df: Any) -> Any:
         return df.selectExpr("id", "amount * 2 AS amount", "ts")
 
     files.flow(
         name="to_parquet",
-        source=FilesInput("inbox", "json", SCHEMA),
-        sink=FilesOutput("out/parquet", "parquet"),
+        input=FilesInput("inbox", "json", SCHEMA),
+        output=FilesOutput("out/parquet", "parquet"),
     )(doubled)
-    files.flow(name="to_memory", source=FilesInput("inbox", "json", SCHEMA), sink=MemoryOutput())(
+    files.flow(name="to_memory", input=FilesInput("inbox", "json", SCHEMA), output=MemoryOutput())(
         doubled
     )
-    settings = settings_from_dict(
-        {"lake": {"root": str(tmp_path / "lake")},
-         "checkpoints": {"root": str(tmp_path / "cp")}}
-    )  # fmt: skip
-    result = run_plan(build_plan(files, settings, spark, trigger="available-now"))
+    result = run_available_now(files, settings_for(tmp_path))
     assert result.flows["files_demo.to_parquet"].input_rows == 30
 
     out = spark.read.parquet(str(tmp_path / "lake" / "out" / "parquet"))

@@ -11,12 +11,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.sinks import HttpRowSink
-from eventlake.sinks.foreach import IDEMPOTENCY_HEADER
+from eventlake.connectors import FilesInput, HttpOutput
+from eventlake.connectors.http import IDEMPOTENCY_HEADER
+from eventlake.pipelines import FlowContext, Pipeline, PipelineParams
+from eventlake.testing import run_available_now, settings_for
 
 pytestmark = pytest.mark.integration
+
+
+class HttpParams(PipelineParams):
+    url: str | None = None
+
+
+http_demo = Pipeline("http_demo", params=HttpParams)
+
+
+@http_demo.flow(input=FilesInput("inbox", "json", "id INT"), output=HttpOutput("url"))
+def rows(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    return df
 
 
 class Receiver(ThreadingHTTPServer):
@@ -59,28 +73,25 @@ def receiver() -> Iterator[Receiver]:
 def test_rows_arrive_with_distinct_keys_and_a_replay_repeats_them(
     spark: SparkSession, receiver: Receiver, tmp_path: Path
 ) -> None:
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
+    inbox = tmp_path / "lake" / "inbox"
+    inbox.mkdir(parents=True)
     (inbox / "a.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in range(25)))
-    df = spark.readStream.schema("id INT").json(str(inbox))
-    checkpoint = tmp_path / "cp"
-    sink = HttpRowSink(url=receiver.url)
-    sink.start(df, query_name="http_demo", checkpoint=checkpoint,
-               trigger="available-now").awaitTermination(120)  # fmt: skip
+    settings = settings_for(tmp_path, http_demo={"url": receiver.url})
+    checkpoint = settings.checkpoints.for_flow("http_demo", "rows")
+    run_available_now(http_demo, settings)
 
     assert sum(receiver.keys.values()) == 25
     assert len(receiver.keys) == 25  # one distinct key per row
     assert sorted(b["id"] for b in receiver.bodies.values()) == list(range(25))
     flows = {k.split(":")[0] for k in receiver.keys}
     batches = {k.split(":")[1] for k in receiver.keys}
-    assert flows == {"http_demo"}
+    assert flows == {"http_demo.rows"}
     assert batches == {"0"}
 
     # Replay batch 0 (as after a crash before its commit): same keys, same rows.
     first = dict(receiver.bodies)
     for name in ("commits/0", "commits/.0.crc"):
         (checkpoint / name).unlink(missing_ok=True)
-    sink.start(df, query_name="http_demo", checkpoint=checkpoint,
-               trigger="available-now").awaitTermination(120)  # fmt: skip
+    run_available_now(http_demo, settings)
     assert set(receiver.keys.values()) == {2}  # every key seen exactly twice
     assert receiver.bodies == first  # a receiver de-duplicating by key applies each row once

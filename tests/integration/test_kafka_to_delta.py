@@ -7,34 +7,32 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from eventlake.config import KafkaSettings
+from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
+from eventlake.context import FlowContext
 from eventlake.kafka import produce, topic_offsets
-from eventlake.queries import await_finished
-from eventlake.sinks import DeltaAppendSink
-from eventlake.sources import KafkaSource, kafka_records
-from eventlake.testing import delta_version, read_delta
+from eventlake.pipelines import Pipeline
+from eventlake.testing import delta_version, read_delta, run_available_now, settings_for
 
 pytestmark = pytest.mark.integration
 
 EVENTS = 10_000
 
 
-def _run_bronze(spark: SparkSession, bootstrap: str, topic: str, table: Path, cp: Path) -> int:
-    source = KafkaSource(
-        topics=(topic,),
-        kafka=KafkaSettings(bootstrap_servers=bootstrap),
-        max_offsets_per_trigger=4_000,
-    )
-    query = DeltaAppendSink(path=table).start(
-        kafka_records(source.read_stream(spark)),
-        query_name=f"test.{topic}",
-        checkpoint=cp,
-        trigger="available-now",
-    )
-    await_finished(query, timeout=300)
-    return sum(int(p["numInputRows"]) for p in query.recentProgress)
+ingest = Pipeline("ingest")
+
+
+@ingest.flow(input=KafkaInput(), output=DeltaOutput("bronze", "orders"))
+def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    return kafka_records(df)
+
+
+def _run_bronze(root: Path, bootstrap: str, topic: str) -> int:
+    """One available-now run; the rows it read."""
+    params = {"topic": topic, "max_offsets_per_trigger": 4_000}
+    result = run_available_now(ingest, settings_for(root, bootstrap, ingest=params))
+    return result.flows["ingest.bronze"].input_rows
 
 
 def test_10k_events_land_exactly_once(
@@ -48,9 +46,10 @@ def test_10k_events_land_exactly_once(
     produce(bootstrap, topic, ((e["order_id"], json.dumps(e)) for e in events))
     ends = topic_offsets(bootstrap, topic)
     assert sum(ends.values()) == EVENTS
-    table, cp = lake / "bronze" / "orders", lake.parent / "checkpoints" / "bronze"
+    root = lake.parent
+    table = root / "lake" / "bronze" / "orders"
 
-    written = _run_bronze(spark, bootstrap, topic, table, cp)
+    written = _run_bronze(root, bootstrap, topic)
     assert written == EVENTS
 
     # Spark's view.
@@ -74,13 +73,13 @@ def test_10k_events_land_exactly_once(
 
     # Restarting on the same checkpoint with no new input writes nothing.
     version = delta_version(table)
-    assert _run_bronze(spark, bootstrap, topic, table, cp) == 0
+    assert _run_bronze(root, bootstrap, topic) == 0
     assert read_delta(table).num_rows == EVENTS
     assert delta_version(table) == version
 
     # New input after the restart: exactly the new records are added.
     produce(bootstrap, topic, ((f"n-{i}", json.dumps({"order_id": f"n-{i}"})) for i in range(25)))
-    assert _run_bronze(spark, bootstrap, topic, table, cp) == 25
+    assert _run_bronze(root, bootstrap, topic) == 25
     assert read_delta(table).num_rows == EVENTS + 25
 
 

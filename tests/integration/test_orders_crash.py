@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from eventlake.generator import OrdersConfig, OrdersGenerator, send
 from eventlake.testing import read_delta, wait_until
 from tests.integration.cli_helpers import cli_command, run_cli, write_config
-from tests.integration.test_orders_pipeline import orders_settings, run_available_now
+from tests.integration.test_orders_pipeline import late_dropped, orders_settings
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +104,7 @@ def test_sigkill_three_times_then_equal_to_a_crash_free_run(
     clean = tmp_path / "clean"
     # Its high_value flow writes to the same topic again: that topic is checked elsewhere.
     clean_settings = orders_settings(bootstrap, clean, topic, high)
-    run_available_now(clean_settings, spark)
+    late_dropped(clean_settings)
 
     for (layer, name), columns in TABLES.items():
         got, want = rows(crashy, layer, name, columns), rows(clean, layer, name, columns)

@@ -11,11 +11,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from eventlake.generator import OrdersConfig, OrdersGenerator, send
-from eventlake.pipelines.loader import load_pipelines
-from eventlake.pipelines.plan import build_plan
-from eventlake.pipelines.runner import RunResult, run_plan
-from eventlake.testing import wait_until
-from tests.integration.event_time_helpers import event_settings, table
+from eventlake.pipelines.runner import RunResult
+from eventlake.run import run_pipeline
+from eventlake.testing import settings_for, wait_until
+from tests.integration.event_time_helpers import table
 
 pytestmark = pytest.mark.integration
 
@@ -24,19 +23,19 @@ def test_running_flow_joins_the_newest_dimension_version(
     spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = make_topic(prefix="orders")
-    settings = event_settings(bootstrap, tmp_path, "orders", topic=topic, trigger="1 second")
+    settings = settings_for(tmp_path, bootstrap, orders=dict(topic=topic, trigger="1 second"))
     dims = str(settings.lake.table_path("reference", "categories"))
     v1 = [(c, "retail", 0.1) for c in ("books", "electronics", "garden", "grocery", "toys",
                                        "fashion")]  # fmt: skip
     schema = "category STRING, department STRING, margin_rate DOUBLE"
     spark.createDataFrame(v1, schema).write.format("delta").save(dims)
-    plan = build_plan(
-        load_pipelines().get("orders"), settings, spark, flows=["bronze", "silver", "enriched"]
-    )
     gen = OrdersGenerator(OrdersConfig(seed=4))
     stop = threading.Event()
     result: list[RunResult] = []
-    runner = threading.Thread(target=lambda: result.append(run_plan(plan, stop=stop)))
+    flows = ["bronze", "silver", "enriched"]
+    runner = threading.Thread(
+        target=lambda: result.append(run_pipeline("orders", settings, flows=flows, stop=stop))
+    )
     runner.start()
 
     def departments(count: int) -> dict[str, str] | None:

@@ -16,13 +16,9 @@ from confluent_kafka import Consumer
 from pyspark.sql import SparkSession
 
 from eventlake.config import Settings
-from eventlake.config.loader import settings_from_dict
 from eventlake.generator import GeneratedRecord, OrdersConfig, OrdersGenerator, send
 from eventlake.kafka import topic_offsets
-from eventlake.pipelines.loader import load_pipelines
-from eventlake.pipelines.plan import build_plan
-from eventlake.pipelines.runner import run_plan
-from eventlake.testing import read_delta, unique_name
+from eventlake.testing import read_delta, run_available_now, settings_for, unique_name
 from tests.integration.orders_expected import (
     HALF_HOUR,
     HOUR,
@@ -35,22 +31,14 @@ pytestmark = pytest.mark.integration
 
 
 def orders_settings(bootstrap: str, root: Path, topic: str, high: str, **params: Any) -> Settings:
-    return settings_from_dict(
-        {
-            "kafka": {"bootstrap_servers": bootstrap},
-            "lake": {"root": str(root / "lake")},
-            "checkpoints": {"root": str(root / "checkpoints")},
-            "spark": {"master": "local[2]"},
-            "pipelines": {
-                "orders": {"topic": topic, "high_value_topic": high, **params},
-            },
-        }
+    return settings_for(
+        root, bootstrap, orders={"topic": topic, "high_value_topic": high, **params}
     )
 
 
-def run_available_now(settings: Settings, spark: SparkSession) -> dict[str, int]:
-    plan = build_plan(load_pipelines().get("orders"), settings, spark, trigger="available-now")
-    result = run_plan(plan)
+def late_dropped(settings: Settings) -> dict[str, int]:
+    """One available-now run of orders: rows dropped by the watermark, per flow."""
+    result = run_available_now("orders", settings)
     return {name: t.dropped_by_watermark for name, t in result.flows.items()}
 
 
@@ -99,7 +87,7 @@ def test_orders_pipeline_matches_an_independent_computation(
         records = list(gen.records(count))
         phases.append(records)
         send(bootstrap, topic, records)
-        dropped = run_available_now(settings, spark)
+        dropped = late_dropped(settings)
     exp = expected_silver(phases)
     total = sum(len(p) for p in phases)
 

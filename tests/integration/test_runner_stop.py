@@ -13,11 +13,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from eventlake.checkpoints import CheckpointLog
-from eventlake.config.loader import settings_from_dict
-from eventlake.pipelines import DeltaOutput, Pipeline, RateInput, runner
-from eventlake.pipelines.plan import build_plan
-from eventlake.pipelines.runner import _end_after_current_batch, run_plan, stop_queries
-from eventlake.testing import wait_until
+from eventlake.connectors import DeltaOutput, RateInput
+from eventlake.pipelines import Pipeline, runner
+from eventlake.pipelines.runner import _end_after_current_batch, stop_queries
+from eventlake.run import run_pipeline
+from eventlake.testing import settings_for, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -85,19 +85,16 @@ def test_idle_query_stops_without_waiting_for_its_next_trigger(
 def test_runner_finishes_a_batch_that_a_stop_cut_short(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ticks = Pipeline("ticks", register=False)
+    ticks = Pipeline("ticks")
 
-    @ticks.flow(name="slow", source=RateInput(rows_per_second=4),
-                sink=DeltaOutput("bronze", "ticks"), trigger="1 second")  # fmt: skip
+    @ticks.flow(name="slow", input=RateInput(rows_per_second=4),
+                output=DeltaOutput("bronze", "ticks"), trigger="1 second")  # fmt: skip
     def slow(ctx: Any, df: DataFrame) -> DataFrame:
         pause = F.udf(lambda v: time.sleep(0.25) or v, "long")
         return df.select("timestamp", pause("value").alias("value"))
 
-    settings = settings_from_dict(
-        {"lake": {"root": str(tmp_path / "lake")}, "checkpoints": {"root": str(tmp_path / "cp")}}
-    )
-    plan = build_plan(ticks, settings, spark)
-    checkpoint = plan.flows[0].checkpoint
+    settings = settings_for(tmp_path)
+    checkpoint = ticks.configs(settings)["slow"].checkpoint
     cut: list[int | None] = []
 
     def abrupt(queries: list[StreamingQuery], *, graceful: bool = False) -> None:
@@ -118,7 +115,7 @@ def test_runner_finishes_a_batch_that_a_stop_cut_short(
 
     def run() -> None:
         try:
-            run_plan(plan, stop=stop)
+            run_pipeline(ticks, settings, stop=stop)
         except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
 

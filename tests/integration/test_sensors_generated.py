@@ -16,13 +16,12 @@ from pyspark.sql import SparkSession
 from eventlake.checkpoints import CheckpointLog
 from eventlake.generator.base import send
 from eventlake.generator.sensors import SensorsConfig, SensorsGenerator
+from eventlake.testing import run_available_now, settings_for
 from eventlake.testing.watermark import EPOCH, by_batch, kafka_batches, not_late
 from tests.integration.clickstream_expected import parse_time
 from tests.integration.event_time_helpers import (
     as_rows,
-    event_settings,
     read_topic,
-    run_available_now,
     table,
 )
 
@@ -51,15 +50,16 @@ def test_sensor_statistics_equal_the_batch_by_batch_truth(
     spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = make_topic(partitions=2, prefix="sensors")
-    settings = event_settings(bootstrap, tmp_path, "sensors", topic=topic,
-                              max_offsets_per_trigger=120)  # fmt: skip
+    settings = settings_for(
+        tmp_path, bootstrap, sensors=dict(topic=topic, max_offsets_per_trigger=120)
+    )
     gen = SensorsGenerator(SensorsConfig(
         seed=2, late_fraction=0.04, late_delay=timedelta(minutes=12),
         out_of_order_fraction=0.1, duplicate_fraction=0.05, malformed_fraction=0.03,
     ))  # fmt: skip
     for _ in range(2):
         send(bootstrap, topic, gen.records(400))
-        run_available_now("sensors", settings, spark)
+        run_available_now("sensors", settings)
 
     fields = ("sensor_id", "temperature", "event_time")
     records = read_topic(bootstrap, topic, fields, "event_time")

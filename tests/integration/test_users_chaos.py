@@ -1,8 +1,9 @@
 """Exactly-once under SIGKILL for the users fan-out (Delta + PostgreSQL + Kafka).
 
-Five kills: four from the sinks' crash hook, right after one writer wrote a batch (so the
-batch is in some sinks and not yet in Spark's commit log, the last one after every
-writer), and one at an arbitrary moment. Restarted on the same checkpoints each time, the
+Five kills: four from the crash injector (``eventlake.testing.crash``, loaded with
+``--module``), right after one target wrote a batch (so the batch is in some targets and
+not yet in Spark's commit log, the last one after every target), and one at an arbitrary
+moment. Restarted on the same checkpoints each time, the
 tables equal the crash-free result and Kafka has every key.
 """
 
@@ -21,8 +22,7 @@ from eventlake.checkpoints import CheckpointLog
 from eventlake.config import PostgresSettings
 from eventlake.generator import CdcConfig, CdcGenerator, send
 from eventlake.kafka import topic_offsets
-from eventlake.sinks.batch import CRASH_HOOK_ENV
-from eventlake.testing import unique_name, wait_until
+from eventlake.testing import crash, unique_name, wait_until
 from tests.integration.cli_helpers import cli_command, write_config
 from tests.integration.test_users_pipeline import assert_matches
 from tests.integration.users_expected import expected_users
@@ -30,13 +30,15 @@ from tests.integration.users_expected import expected_users
 pytestmark = pytest.mark.integration
 
 
-def run(cfg: Path, *extra: str, crash: str | None = None, timeout: float = 600) -> int:
+def run(cfg: Path, *extra: str, crash_after: str | None = None, timeout: float = 600) -> int:
     env = dict(os.environ)
-    env.pop(CRASH_HOOK_ENV, None)
-    if crash:
-        env[CRASH_HOOK_ENV] = crash
+    env.pop(crash.CRASH_AFTER_ENV, None)
+    inject: tuple[str, ...] = ()
+    if crash_after:
+        env[crash.CRASH_AFTER_ENV] = crash_after
+        inject = ("--module", crash.__file__)
     proc = subprocess.Popen(
-        cli_command("--config", str(cfg), "run", "users", "-q", *extra),
+        cli_command("--config", str(cfg), "run", "users", "-q", *inject, *extra),
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     try:
@@ -95,7 +97,7 @@ def test_users_fanout_survives_five_kills(
     ]
     kills = 0
     for point in crash_points:
-        code = run(cfg, "--trigger", "available-now", crash=point)
+        code = run(cfg, "--trigger", "available-now", crash_after=point)
         assert code == -signal.SIGKILL, f"the hook {point} did not fire"
         assert silver.in_flight is not None  # died inside a batch
         kills += 1

@@ -12,16 +12,19 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from eventlake.checkpoints import CheckpointLog
+from eventlake.checkpoints import CheckpointLog, stream_id
 from eventlake.config import PostgresSettings, Settings
-from eventlake.config.loader import settings_from_dict
+from eventlake.connectors import BatchContext, FanOut, Guarantee
 from eventlake.generator import CdcConfig, CdcGenerator, GeneratedRecord, send
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import build_plan
-from eventlake.pipelines.runner import run_plan
-from eventlake.sinks import BatchContext, ForeachBatchSink
-from eventlake.sinks.batch import stream_id
-from eventlake.testing import delta_version, read_delta, unique_name
+from eventlake.testing import (
+    delta_version,
+    read_delta,
+    run_available_now,
+    settings_for,
+    unique_name,
+)
 from tests.integration.users_expected import (
     FIELDS,
     expected_history,
@@ -35,19 +38,12 @@ pytestmark = pytest.mark.integration
 def users_settings(
     bootstrap: str, root: Path, topic: str, pg: PostgresSettings, **params: Any
 ) -> Settings:
-    settings = settings_from_dict(
-        {
-            "kafka": {"bootstrap_servers": bootstrap},
-            "lake": {"root": str(root / "lake")},
-            "checkpoints": {"root": str(root / "checkpoints")},
-            "pipelines": {"users": {"topic": topic, **params}},
-        }
-    )
+    settings = settings_for(root, bootstrap, users={"topic": topic, **params})
     return settings.model_copy(update={"postgres": pg})
 
 
 def run_users(settings: Settings, spark: SparkSession) -> None:
-    run_plan(build_plan(load_pipelines().get("users"), settings, spark, trigger="available-now"))
+    run_available_now("users", settings)
 
 
 def naive(value: Any) -> Any:
@@ -148,30 +144,30 @@ def test_replaying_a_batch_changes_no_sink(
 
     plan = build_plan(load_pipelines().get("users"), settings, spark, trigger="available-now")
     silver = next(f for f in plan.flows if f.spec.name == "silver")
-    sink = silver.sink
-    assert isinstance(sink, ForeachBatchSink)
+    fanout = silver.spec.output
+    assert isinstance(fanout, FanOut)
     bronze = spark.read.format("delta").load(str(tmp_path / "lake" / "bronze" / "users_cdc"))
     # The last batch the stream committed, handed to every writer again with its id.
     last = CheckpointLog(silver.checkpoint).last_committed
     assert last is not None
     stream = stream_id(silver.checkpoint)
-    batch = BatchContext(silver.query_name, last, stream, spark)
+    batch = BatchContext(silver.ctx, last, stream, spark)
     tables = ["users", "users_history", "users_quarantine"]
     before = {t: delta_version(tmp_path / "lake" / "silver" / t) for t in tables}
     pg_before = pg_users(postgres, table)
-    for writer in sink.writers:
-        if writer.name.startswith("kafka"):
-            continue  # at-least-once by design
-        writer.write(bronze, batch)
+    for target in fanout.targets:
+        if target.guarantee is not Guarantee.EXACTLY_ONCE:
+            continue  # Kafka: at-least-once by design
+        target.write(bronze, batch)
     after = {t: delta_version(tmp_path / "lake" / "silver" / t) for t in tables}
     assert after == before
     assert pg_users(postgres, table) == pg_before
 
     # The same data under a batch id never written does commit: the skip was the txn id.
-    fresh = BatchContext(silver.query_name, last + 1, stream, spark)
-    for writer in sink.writers:
-        if writer.name.startswith("merge:silver/users_history"):
-            writer.write(bronze, fresh)
+    fresh = BatchContext(silver.ctx, last + 1, stream, spark)
+    for target in fanout.targets:
+        if target.target_id(silver.ctx) == "merge:silver/users_history":
+            target.write(bronze, fresh)
     assert (
         delta_version(tmp_path / "lake" / "silver" / "users_history") == before["users_history"] + 1
     )

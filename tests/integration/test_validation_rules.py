@@ -11,22 +11,24 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from eventlake.checkpoints import write_fingerprint
 from eventlake.config import Settings
 from eventlake.config.loader import settings_from_dict
-from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.pipelines import (
+from eventlake.connectors import (
     DeltaOutput,
+    Guarantee,
     Input,
     KafkaInput,
     KafkaOutput,
     MemoryOutput,
     Output,
-    Pipeline,
     RateInput,
 )
+from eventlake.errors import CODES, Category, ErrorCode, EventlakeError
+from eventlake.pipelines import Pipeline
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.validation import Report, check_pipeline, require_valid
-from eventlake.validation.rules import RULES, write_fingerprint
+from eventlake.validation.rules import RULES
 from tests.integration.cli_helpers import run_cli, write_config
 
 pytestmark = pytest.mark.integration
@@ -57,12 +59,14 @@ def check(
     trigger: str | None = None,
     description: str = "",
     inputs: dict[str, Input] | None = None,
+    guarantee: str | None = None,
     **settings: Any,
 ) -> Report:
-    pipeline = Pipeline("p", register=False)
+    pipeline = Pipeline("p")
     pipeline.flow(
-        name="f", source=source or RateInput(), sink=sink or MemoryOutput(),
+        name="f", input=source or RateInput(), output=sink or MemoryOutput(),
         output_mode=output_mode, trigger=trigger, description=description, inputs=inputs,
+        guarantee=guarantee,
     )(transform)  # fmt: skip
     _plan, report = check_pipeline(pipeline, settings_for(tmp_path, **settings), spark)
     return report
@@ -146,11 +150,11 @@ def test_v005_slide_larger_than_window(spark: SparkSession, tmp_path: Path) -> N
 
 
 def test_v006_checkpoint_of_a_different_plan(spark: SparkSession, tmp_path: Path) -> None:
-    first = Pipeline("p", register=False)
-    first.flow(name="f", source=RateInput(), sink=MemoryOutput())(lambda c, df: df)
+    first = Pipeline("p")
+    first.flow(name="f", input=RateInput(), output=MemoryOutput())(lambda c, df: df)
     plan, report = check_pipeline(first, settings_for(tmp_path), spark)
     assert codes(report) == []
-    write_fingerprint(plan.flows[0])
+    write_fingerprint(plan.flows[0].checkpoint, plan.flows[0].fingerprint())
 
     def dedup(c: Any, df: DataFrame) -> DataFrame:
         return wm(df).dropDuplicatesWithinWatermark(["value"])
@@ -260,15 +264,28 @@ def test_w104_once_trigger(spark: SparkSession, tmp_path: Path) -> None:
     only(check(spark, tmp_path, lambda c, df: df, trigger="once"), "EL-W104")
 
 
-def test_w105_kafka_sink_described_as_exactly_once(spark: SparkSession, tmp_path: Path) -> None:
+def test_w105_output_weaker_than_the_declared_guarantee(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     def as_kafka(c: Any, df: DataFrame) -> DataFrame:
         return df.selectExpr("CAST(value AS STRING) AS key", "CAST(value AS STRING) AS value")
 
-    report = check(
-        spark, tmp_path, as_kafka, sink=KafkaOutput("topic"),
+    assert KafkaOutput("topic").guarantee is Guarantee.AT_LEAST_ONCE
+    report = check(spark, tmp_path, as_kafka, sink=KafkaOutput("topic"), guarantee="exactly-once")
+    only(report, "EL-W105")
+    assert "at-least-once" in report.findings[0].what
+    # The description no longer matters; the types do.
+    worded = check(
+        spark, tmp_path / "b", as_kafka, sink=KafkaOutput("topic"),
         description="Publishes ticks, exactly-once.",
     )  # fmt: skip
-    only(report, "EL-W105")
+    assert codes(worded) == []
+    honest = check(spark, tmp_path / "c", as_kafka, sink=KafkaOutput("topic"),
+                   guarantee="at-least-once")  # fmt: skip
+    assert codes(honest) == []
+    delta = check(spark, tmp_path / "d", lambda c, df: df, sink=DeltaOutput("x", "ticks"),
+                  guarantee="exactly-once")  # fmt: skip
+    assert codes(delta) == []
 
 
 def test_w106_complete_mode_over_an_id(spark: SparkSession, tmp_path: Path) -> None:
@@ -310,6 +327,8 @@ def test_w109_fail_on_data_loss_off_needs_a_note(spark: SparkSession, tmp_path: 
 def test_every_rule_has_a_test_and_a_unique_code() -> None:
     names = {r.code for r in RULES}
     assert len(names) == len(RULES)
+    # Every rule's code is in the one code table, as a validation code.
+    assert all(CODES[code].category is Category.VALIDATION for code in names)
     source = Path(__file__).read_text()
     for code in names:
         assert f"test_{code.split('-')[1].lower()}_" in source, code
@@ -325,14 +344,15 @@ def test_shipped_pipelines_validate_clean(spark: SparkSession, tmp_path: Path) -
 
 
 BROKEN_MODULE = """
-from eventlake.pipelines import MemoryOutput, Pipeline, RateInput
+from eventlake.connectors import MemoryOutput, RateInput
+from eventlake.pipelines import Pipeline
 
 broken = Pipeline("broken")
-broken.flow(name="f", source=RateInput(), sink=MemoryOutput(), output_mode="complete")(
+broken.flow(name="f", input=RateInput(), output=MemoryOutput(), output_mode="complete")(
     lambda ctx, df: df)
 
 dated = Pipeline("dated")
-dated.flow(name="g", source=RateInput(), sink=MemoryOutput(), trigger="once")(
+dated.flow(name="g", input=RateInput(), output=MemoryOutput(), trigger="once")(
     lambda ctx, df: df)
 """
 

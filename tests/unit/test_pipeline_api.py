@@ -4,9 +4,19 @@ from typing import Any
 
 import pytest
 
+from eventlake.connectors import (
+    DeltaInput,
+    DeltaOutput,
+    FanOut,
+    Guarantee,
+    KafkaInput,
+    KafkaOutput,
+    MemoryOutput,
+    ToDelta,
+    ToKafka,
+)
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.pipelines import DeltaInput, DeltaOutput, KafkaInput, Pipeline, PipelineParams
-from eventlake.pipelines.api import REGISTRY
+from eventlake.pipelines import Pipeline, PipelineParams, Registry, registration
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import dependency_order
 
@@ -15,25 +25,25 @@ def identity(ctx: Any, df: Any) -> Any:
     return df
 
 
-def make(name: str = "p", register: bool = False) -> Pipeline:
-    return Pipeline(name, register=register)
+def make(name: str = "p") -> Pipeline:
+    return Pipeline(name)
 
 
 def test_flows_are_ordered_by_the_tables_they_read() -> None:
     p = make()
-    p.flow(name="gold", source=DeltaInput("silver", "t"), sink=DeltaOutput("gold", "t"))(identity)
-    p.flow(name="silver", source=DeltaInput("bronze", "t"), sink=DeltaOutput("silver", "t"))(
+    p.flow(name="gold", input=DeltaInput("silver", "t"), output=DeltaOutput("gold", "t"))(identity)
+    p.flow(name="silver", input=DeltaInput("bronze", "t"), output=DeltaOutput("silver", "t"))(
         identity
     )
-    p.flow(name="bronze", source=KafkaInput(), sink=DeltaOutput("bronze", "t"))(identity)
+    p.flow(name="bronze", input=KafkaInput(), output=DeltaOutput("bronze", "t"))(identity)
     order = [(spec.name, level, ups) for spec, level, ups in dependency_order(p)]
     assert order == [("bronze", 0, ()), ("silver", 1, ("bronze",)), ("gold", 2, ("silver",))]
 
 
 def test_cycle_is_an_error_naming_the_flows() -> None:
     p = make()
-    p.flow(name="a", source=DeltaInput("x", "b"), sink=DeltaOutput("x", "a"))(identity)
-    p.flow(name="b", source=DeltaInput("x", "a"), sink=DeltaOutput("x", "b"))(identity)
+    p.flow(name="a", input=DeltaInput("x", "b"), output=DeltaOutput("x", "a"))(identity)
+    p.flow(name="b", input=DeltaInput("x", "a"), output=DeltaOutput("x", "b"))(identity)
     with pytest.raises(EventlakeError) as info:
         dependency_order(p)
     assert info.value.code == ErrorCode.PIPELINE_INVALID
@@ -42,8 +52,8 @@ def test_cycle_is_an_error_naming_the_flows() -> None:
 
 def test_two_writers_of_one_table_is_an_error() -> None:
     p = make()
-    p.flow(name="a", source=KafkaInput(), sink=DeltaOutput("x", "t"))(identity)
-    p.flow(name="b", source=KafkaInput(), sink=DeltaOutput("x", "t"))(identity)
+    p.flow(name="a", input=KafkaInput(), output=DeltaOutput("x", "t"))(identity)
+    p.flow(name="b", input=KafkaInput(), output=DeltaOutput("x", "t"))(identity)
     with pytest.raises(EventlakeError, match="both write table x/t"):
         dependency_order(p)
 
@@ -51,14 +61,14 @@ def test_two_writers_of_one_table_is_an_error() -> None:
 def test_flow_names_and_modes_are_checked() -> None:
     p = make()
     with pytest.raises(EventlakeError):
-        p.flow(name="Bad-Name", source=KafkaInput(), sink=DeltaOutput("x", "t"))(identity)
+        p.flow(name="Bad-Name", input=KafkaInput(), output=DeltaOutput("x", "t"))(identity)
     with pytest.raises(EventlakeError, match="output mode"):
-        p.flow(name="f", source=KafkaInput(), sink=DeltaOutput("x", "t"), output_mode="upsert")(
+        p.flow(name="f", input=KafkaInput(), output=DeltaOutput("x", "t"), output_mode="upsert")(
             identity
         )
-    p.flow(name="f", source=KafkaInput(), sink=DeltaOutput("x", "t"))(identity)
+    p.flow(name="f", input=KafkaInput(), output=DeltaOutput("x", "t"))(identity)
     with pytest.raises(EventlakeError, match="twice"):
-        p.flow(name="f", source=KafkaInput(), sink=DeltaOutput("x", "u"))(identity)
+        p.flow(name="f", input=KafkaInput(), output=DeltaOutput("x", "u"))(identity)
     assert p.flows["f"].query_name == "p.f"
 
 
@@ -66,7 +76,7 @@ def test_params_reject_unknown_keys_with_the_full_key() -> None:
     class Params(PipelineParams):
         delay: str = "1 minute"
 
-    p = Pipeline("typed", params=Params, register=False)
+    p = Pipeline("typed", params=Params)
     assert p.parse_params({"delay": "2 minutes"}).delay == "2 minutes"  # type: ignore[attr-defined]
     with pytest.raises(EventlakeError) as info:
         p.parse_params({"dealy": "2 minutes"})
@@ -88,9 +98,64 @@ def test_registry_knows_the_shipped_pipeline_and_rejects_duplicates() -> None:
     with pytest.raises(EventlakeError) as info:
         registry.get("nope")
     assert info.value.code == ErrorCode.PIPELINE_NOT_FOUND
-    with pytest.raises(EventlakeError, match="two pipelines"):
+    with pytest.raises(EventlakeError, match="two pipelines"), registration(registry):
         Pipeline("orders")
-    assert REGISTRY.get("orders") is registry.get("orders")
+    # Each load has a registry of its own, with the same declared pipeline objects.
+    again = load_pipelines()
+    assert again is not registry
+    assert again.get("orders") is registry.get("orders")
+
+
+def test_registration_is_scoped_to_the_registry_passed_in() -> None:
+    mine = Registry()
+    outside = Pipeline("outside")
+    with registration(mine) as reg:
+        inside = Pipeline("inside")
+    assert reg is mine
+    assert mine.names() == ["inside"]
+    assert mine.get("inside") is inside
+    assert "outside" not in load_pipelines().names()
+    assert outside.name not in mine.names()
+
+
+def test_user_module_pipelines_go_into_the_registry_passed_in(tmp_path: Any) -> None:
+    module = tmp_path / "mine.py"
+    module.write_text(
+        "from eventlake.connectors import MemoryOutput, RateInput\n"
+        "from eventlake.pipelines import Pipeline\n"
+        "mine = Pipeline('mine')\n"
+        "mine.flow(name='f', input=RateInput(), output=MemoryOutput())(lambda c, df: df)\n"
+    )
+    first = load_pipelines([module])
+    assert "mine" in first.names()
+    assert "mine" not in load_pipelines().names()
+    assert load_pipelines([module]).get("mine") is first.get("mine")
+
+
+def test_every_output_and_target_states_its_guarantee() -> None:
+    assert DeltaOutput("x", "t").guarantee is Guarantee.EXACTLY_ONCE
+    assert KafkaOutput("topic").guarantee is Guarantee.AT_LEAST_ONCE
+    assert MemoryOutput().guarantee is Guarantee.NONE
+    assert ToDelta("x", "t").guarantee is Guarantee.EXACTLY_ONCE
+    assert ToKafka("topic").guarantee is Guarantee.AT_LEAST_ONCE
+    # A fan-out is as strong as its weakest target.
+    assert FanOut(ToDelta("x", "t")).guarantee is Guarantee.EXACTLY_ONCE
+    assert FanOut(ToDelta("x", "t"), ToKafka("topic")).guarantee is Guarantee.AT_LEAST_ONCE
+    users = load_pipelines().get("users").flows["silver"].output
+    assert users.guarantee is Guarantee.AT_LEAST_ONCE  # Delta + PostgreSQL + Kafka
+
+
+def test_flow_guarantee_must_be_a_known_one() -> None:
+    p = make()
+    p.flow(name="f", input=KafkaInput(), output=DeltaOutput("x", "t"), guarantee="exactly-once")(
+        identity
+    )
+    assert p.flows["f"].guarantee is Guarantee.EXACTLY_ONCE
+    with pytest.raises(EventlakeError, match="guarantee 'twice'") as info:
+        p.flow(name="g", input=KafkaInput(), output=DeltaOutput("x", "u"), guarantee="twice")(
+            identity
+        )
+    assert info.value.code == ErrorCode.PIPELINE_INVALID
 
 
 def test_user_module_loading_errors_are_actionable(tmp_path: Any) -> None:
@@ -108,7 +173,9 @@ def test_user_module_loading_errors_are_actionable(tmp_path: Any) -> None:
 def test_durations_and_triggers_are_checked_in_config() -> None:
     orders = load_pipelines().get("orders")
     assert orders.parse_params({"dedup_delay": "45  minutes"}).dedup_delay == "45 minutes"  # type: ignore[attr-defined]
-    for bad in ({"dedup_delay": "1h"}, {"window_delay": "soon"}, {"trigger": "sometimes"}):
+    # One duration grammar: "1h" is an hour here too; Spark's interval text needs whole units.
+    assert orders.parse_params({"dedup_delay": "1h"}).dedup_delay == "1 hour"  # type: ignore[attr-defined]
+    for bad in ({"dedup_delay": "1.5 hours"}, {"window_delay": "soon"}, {"trigger": "sometimes"}):
         with pytest.raises(EventlakeError) as info:
             orders.parse_params(bad)
         assert info.value.code == ErrorCode.CONFIG_INVALID_VALUE

@@ -1,4 +1,4 @@
-"""Row-level delivery (``foreach``): each row to an HTTP endpoint, with an idempotency key."""
+"""HTTP: every row POSTed to an endpoint with an idempotency key (Spark's ``foreach``)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eventlake.sinks.base import Sink
+from eventlake.connectors.base import Guarantee, Output
 
 if TYPE_CHECKING:
     from pyspark.sql import Row
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    from eventlake.context import FlowConfig, FlowContext
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -59,8 +61,8 @@ class HttpRowWriter:
 
 
 @dataclass(frozen=True)
-class HttpRowSink(Sink):
-    """POST every row to ``url`` as JSON, one request per row.
+class HttpOutput(Output):
+    """POST every row as JSON to the URL ``pipelines.<p>.<url_param>``, one request per row.
 
     Delivery guarantee: at-least-once, made idempotent by the receiver. A failed or
     replayed batch sends its rows again with the same idempotency keys (the batch is
@@ -69,9 +71,14 @@ class HttpRowSink(Sink):
     has seen applies each row once. A non-2xx answer fails the batch.
     """
 
-    url: str
+    url_param: str
     timeout: float = 10.0
+    guarantee = Guarantee.AT_LEAST_ONCE
     output_modes = frozenset({"append", "update"})
 
-    def _start(self, writer: DataStreamWriter, query_name: str) -> StreamingQuery:
-        return writer.foreach(HttpRowWriter(self.url, query_name, self.timeout)).start()
+    def describe(self, flow: FlowConfig | None = None) -> str:
+        return f"http:{flow.param(self.url_param) if flow else self.url_param}"
+
+    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+        url = ctx.param(self.url_param)
+        return writer.foreach(HttpRowWriter(url, ctx.query_name, self.timeout)).start()

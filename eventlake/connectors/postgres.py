@@ -1,4 +1,8 @@
-"""PostgreSQL upsert writer: staging table + one transaction + a commit table."""
+"""PostgreSQL: upsert each batch into a table, exactly-once (a fan-out target).
+
+The batch goes to a staging table through Spark's JDBC writer, then one transaction records
+the batch in a commit table, applies the staged rows and drops the staging table.
+"""
 
 from __future__ import annotations
 
@@ -7,40 +11,75 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eventlake.config.model import PostgresSettings
+from eventlake.connectors.base import BatchContext, Guarantee, Prepare, Target
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.sinks.batch import BatchContext, BatchWriter, Prepare
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from eventlake.context import FlowConfig
 
 COMMIT_TABLE = "eventlake_commits"
 
 
 @dataclass(frozen=True)
-class PostgresUpsert(BatchWriter):
-    """Upsert each batch into ``table`` keyed by ``key``, exactly-once.
+class ToPostgres(Target):
+    """Upsert each batch into the table ``pipelines.<p>.<table_param>``, keyed by ``key``,
+    on the server of the ``postgres`` settings.
 
     Delivery guarantee: exactly-once. The batch first goes to a staging table through
     Spark's JDBC writer (nothing visible yet). Then one PostgreSQL transaction records
-    ``(flow, writer, stream, batch id)`` in ``eventlake_commits``, applies the staged
-    rows to the target and drops the staging table. It commits all of that or nothing; a
+    ``(flow, target, stream, batch id)`` in ``eventlake_commits``, applies the staged
+    rows to the table and drops the staging table. It commits all of that or nothing; a
     replayed batch finds its row in the commit table and is skipped.
 
     Rows apply with ``INSERT ... ON CONFLICT (key) DO UPDATE``; with ``order_by`` an
     incoming row only replaces a stored one that sorts strictly before it (an older event
     never overwrites a newer row). Rows whose ``delete_flag`` column is true delete the
-    stored row instead (under the same guard); that column is not stored. The target is
+    stored row instead (under the same guard); that column is not stored. The table is
     created on first use from the batch's columns, with ``key`` as its primary key. The
     batch must hold at most one row per key.
     """
 
-    settings: PostgresSettings
-    table: str
+    table_param: str
     key: tuple[str, ...]
     order_by: tuple[str, ...] = ()
     delete_flag: str | None = None
-    name: str = "postgres"
     prepare: Prepare | None = None
+    guarantee = Guarantee.EXACTLY_ONCE
+
+    def _table(self, flow: FlowConfig) -> str:
+        return flow.param(self.table_param)
+
+    def target_id(self, flow: FlowConfig) -> str:
+        return f"postgres:{self._table(flow)}"
+
+    def describe(self, flow: FlowConfig | None = None) -> str:
+        return f"postgres:{self._table(flow) if flow else self.table_param}"
+
+    def write(self, df: DataFrame, batch: BatchContext) -> None:
+        flow = batch.ctx
+        upsert = _Upsert(
+            settings=flow.settings.postgres,
+            table=self._table(flow),
+            name=self.target_id(flow),
+            key=self.key,
+            order_by=self.order_by,
+            delete_flag=self.delete_flag,
+        )
+        upsert.write(self.rows(df, batch), batch)
+
+
+@dataclass(frozen=True)
+class _Upsert:
+    """One batch's upsert, with the target resolved against config."""
+
+    settings: PostgresSettings
+    table: str
+    name: str
+    key: tuple[str, ...]
+    order_by: tuple[str, ...]
+    delete_flag: str | None
 
     def _connect(self) -> Any:
         import psycopg
@@ -53,8 +92,6 @@ class PostgresUpsert(BatchWriter):
                 ErrorCode.POSTGRES_UNREACHABLE,
                 f"cannot connect to PostgreSQL at {self.settings.host}:{self.settings.port} "
                 f"as {self.settings.user}: {str(exc).strip()}",
-                expected="a running server accepting the configured user and password",
-                fix="start it (`eventlake postgres start`) or fix the postgres.* settings",
             ) from exc
 
     def _committed(self, conn: Any, batch: BatchContext) -> bool:
@@ -87,7 +124,6 @@ class PostgresUpsert(BatchWriter):
         return f"eventlake_stage_{digest}_{batch.batch_id}"
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
-        df = self.source(df, batch)
         with self._connect() as conn:
             conn.autocommit = True
             if self._committed(conn, batch):

@@ -1,0 +1,40 @@
+"""A pipeline's own config section, ``pipelines.<name>``: the base model pipelines extend."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from eventlake.errors import EventlakeError
+
+
+class PipelineParams(BaseModel):
+    """A pipeline's config section, ``pipelines.<name>``; subclass it to add keys.
+
+    Unknown keys are rejected, so a typo in the YAML is an error naming the key.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    topic: str | None = Field(default=None, description="The input topic, for one input.")
+    topics: dict[str, str] = Field(
+        default_factory=dict, description="Input topics by role, for several inputs."
+    )
+    trigger: str = Field(default="10 seconds", description="Default trigger of every flow.")
+    max_offsets_per_trigger: int | None = Field(default=10_000, ge=1)
+    starting_offsets: str = "earliest"
+    fail_on_data_loss: bool = True
+    data_loss_note: str | None = Field(
+        default=None, description="Why fail_on_data_loss=false is acceptable here."
+    )
+    max_files_per_trigger: int | None = Field(default=None, ge=1)
+
+    @field_validator("trigger")
+    @classmethod
+    def _known_trigger(cls, value: str) -> str:
+        from eventlake.triggers import parse_trigger
+
+        try:
+            parse_trigger(value)
+        except EventlakeError as exc:
+            raise ValueError(exc.what) from None
+        return value

@@ -1,0 +1,58 @@
+"""Connectors: one module per system, each holding its inputs, outputs and targets.
+
+``kafka``, ``delta``, ``files``, ``postgres``, ``http``, ``debug`` (console, memory),
+``rate``; ``fanout`` writes a batch to several targets; ``base`` holds the vocabulary.
+"""
+
+from __future__ import annotations
+
+from eventlake.connectors.base import (
+    BatchContext,
+    Guarantee,
+    Input,
+    Output,
+    Target,
+)
+from eventlake.connectors.debug import ConsoleOutput, MemoryOutput
+from eventlake.connectors.delta import (
+    DeltaInput,
+    DeltaOutput,
+    MergeBuilder,
+    MergeDelta,
+    ToDelta,
+    delta_transaction,
+    ensure_delta_table,
+)
+from eventlake.connectors.fanout import FanOut
+from eventlake.connectors.files import FilesInput, FilesOutput
+from eventlake.connectors.http import HttpOutput
+from eventlake.connectors.kafka import KafkaInput, KafkaOutput, ToKafka, kafka_records
+from eventlake.connectors.postgres import ToPostgres
+from eventlake.connectors.rate import RateInput
+
+__all__ = [
+    "BatchContext",
+    "ConsoleOutput",
+    "DeltaInput",
+    "DeltaOutput",
+    "FanOut",
+    "FilesInput",
+    "FilesOutput",
+    "Guarantee",
+    "HttpOutput",
+    "Input",
+    "KafkaInput",
+    "KafkaOutput",
+    "MemoryOutput",
+    "MergeBuilder",
+    "MergeDelta",
+    "Output",
+    "RateInput",
+    "Target",
+    "ToDelta",
+    "ToKafka",
+    "ToPostgres",
+    "delta_transaction",
+    "ensure_delta_table",
+    "kafka_records",
+]

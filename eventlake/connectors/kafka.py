@@ -1,0 +1,129 @@
+"""Kafka: topics as an input, an output and a fan-out target.
+
+Topics are named by config key (``pipelines.<p>.topic``, ``.topics.<role>`` or a key the
+declaration names), so the same flow reads another topic on another cluster unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from eventlake.connectors.base import BatchContext, Guarantee, Input, Output, Prepare, Target
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    from eventlake.context import FlowConfig, FlowContext
+
+
+@dataclass(frozen=True)
+class KafkaInput(Input):
+    """Topic ``pipelines.<p>.topic`` (or ``.topics.<role>``); offsets are tracked in the
+    flow's checkpoint.
+
+    The pipeline's ``starting_offsets`` applies only to a new checkpoint (``earliest``,
+    ``latest`` or Spark's JSON form); ``max_offsets_per_trigger`` bounds each micro-batch so
+    a backlog after an outage is worked off in steps; ``fail_on_data_loss`` as in Spark.
+    """
+
+    role: str | None = None
+
+    def options(self, flow: FlowConfig) -> dict[str, str]:
+        """The Spark Kafka source options this input reads with."""
+        p = flow.params
+        opts = {
+            **flow.settings.kafka.spark_options(),
+            "subscribe": flow.topic(self.role),
+            "startingOffsets": p.starting_offsets,
+            "failOnDataLoss": str(p.fail_on_data_loss).lower(),
+        }
+        if p.max_offsets_per_trigger is not None:
+            opts["maxOffsetsPerTrigger"] = str(p.max_offsets_per_trigger)
+        return opts
+
+    def read(self, ctx: FlowContext) -> DataFrame:
+        return ctx.spark.readStream.format("kafka").options(**self.options(ctx)).load()
+
+    def describe(self, flow: FlowConfig | None = None) -> str:
+        if flow is None:
+            return f"kafka:{f'topics.{self.role}' if self.role else 'topic'}"
+        return f"kafka:{flow.topic(self.role)}"
+
+    def topics(self, flow: FlowConfig) -> list[str]:
+        return [flow.topic(self.role)]
+
+
+def kafka_records(raw: DataFrame) -> DataFrame:
+    """Kafka rows as received, as text: the bronze shape.
+
+    Columns: ``key``, ``value`` (UTF-8 text), ``topic``, ``partition``, ``offset``,
+    ``kafka_timestamp`` (broker/producer time) and ``ingested_at`` (processing time).
+    """
+    from pyspark.sql import functions as F
+
+    return raw.select(
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("value"),
+        "topic",
+        "partition",
+        "offset",
+        F.col("timestamp").alias("kafka_timestamp"),
+        F.current_timestamp().alias("ingested_at"),
+    )
+
+
+@dataclass(frozen=True)
+class _TopicByParam:
+    topic_param: str
+
+    def _topic(self, flow: FlowConfig) -> str:
+        return flow.param(self.topic_param)
+
+    def describe(self, flow: FlowConfig | None = None) -> str:
+        return f"kafka:{self._topic(flow) if flow else self.topic_param}"
+
+    def topics(self, flow: FlowConfig) -> list[str]:
+        return [self._topic(flow)]
+
+
+@dataclass(frozen=True)
+class KafkaOutput(_TopicByParam, Output):
+    """Write ``key``/``value`` rows to the topic named by ``pipelines.<p>.<topic_param>``.
+
+    Delivery guarantee: at-least-once. Spark's Kafka sink has no transactions: a batch
+    that fails, or a driver that crashes after some records were sent, is replayed whole
+    on restart, so consumers may see a record twice. De-duplicate downstream by key (e.g.
+    ``order_id``) or with an idempotent consumer.
+    """
+
+    guarantee = Guarantee.AT_LEAST_ONCE
+    output_modes = frozenset({"append", "update"})
+
+    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+        writer = writer.format("kafka").options(**ctx.settings.kafka.spark_options())
+        return writer.option("topic", self._topic(ctx)).start()
+
+
+@dataclass(frozen=True)
+class ToKafka(_TopicByParam, Target):
+    """Send the batch's ``key``/``value`` rows to ``pipelines.<p>.<topic_param>``.
+
+    Delivery guarantee: at-least-once. Kafka has no way to tie the records to the batch
+    id: a batch replayed after a crash (or retried after another target failed) is sent
+    again. No key is lost; consumers de-duplicate by key.
+    """
+
+    prepare: Prepare | None = None
+    guarantee = Guarantee.AT_LEAST_ONCE
+
+    def target_id(self, flow: FlowConfig) -> str:
+        return f"kafka:{self._topic(flow)}"
+
+    def write(self, df: DataFrame, batch: BatchContext) -> None:
+        kafka = batch.ctx.settings.kafka
+        self.rows(df, batch).write.format("kafka").options(**kafka.spark_options()).option(
+            "topic", self._topic(batch.ctx)
+        ).save()

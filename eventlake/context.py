@@ -1,0 +1,117 @@
+"""What a flow sees: its resolved config (no Spark) and, while it runs, its runtime context.
+
+:class:`FlowConfig` is everything config decides for one flow (its params, parsed once;
+its topics, table paths, checkpoint); commands that never start Spark (``list``,
+pre-flight topic checks) use it alone. :class:`FlowContext` adds the session and the
+flow's further input streams; a flow's transform receives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from eventlake.config import Settings
+from eventlake.config.params import PipelineParams
+from eventlake.errors import ErrorCode, EventlakeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+P = TypeVar("P", bound=PipelineParams)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowConfig:
+    """One flow's settings: the pipeline's typed params, topics, tables and checkpoint."""
+
+    pipeline: str
+    flow: str
+    settings: Settings
+    params: PipelineParams
+    #: Where tables are read and written; the config's lake root, except under `validate`.
+    lake_root: Path
+
+    @property
+    def query_name(self) -> str:
+        """``<pipeline>.<flow>``: the streaming query's name, in progress lines and errors."""
+        return f"{self.pipeline}.{self.flow}"
+
+    def table_path(self, layer: str, table: str) -> Path:
+        return (self.lake_root / layer / table).absolute()
+
+    def under_lake(self, path: str) -> Path:
+        """``path`` itself when absolute, else under the lake root."""
+        p = Path(path)
+        return p if p.is_absolute() else (self.lake_root / p).absolute()
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.settings.checkpoints.for_flow(self.pipeline, self.flow).absolute()
+
+    def typed(self, kind: type[P]) -> P:
+        """The params as the pipeline's own model, for typed access in transforms."""
+        if not isinstance(self.params, kind):
+            raise TypeError(f"params of {self.pipeline} are {type(self.params).__name__}")
+        return self.params
+
+    def param(self, key: str) -> str:
+        """The text value of ``pipelines.<p>.<key>``; EL-CONFIG-004 when it is not set."""
+        value = getattr(self.params, key, None)
+        if value is None or value == "":
+            name = f"pipelines.{self.pipeline}.{key}"
+            raise EventlakeError(
+                ErrorCode.CONFIG_INVALID_VALUE,
+                f"flow '{self.query_name}' needs {name}, which is not set.",
+                expected=f"{name} in the pipeline's params",
+                fix=f"set it in eventlake.yaml or with --set {name}=VALUE",
+            )
+        return str(value)
+
+    def topic(self, role: str | None = None) -> str:
+        """The input topic (``pipelines.<p>.topic``) or one by role (``.topics.<role>``)."""
+        name = self.params.topics.get(role) if role else self.params.topic
+        if not name:
+            key = f"pipelines.{self.pipeline}." + (f"topics.{role}" if role else "topic")
+            raise EventlakeError(
+                ErrorCode.CONFIG_INVALID_VALUE,
+                f"flow '{self.query_name}' reads Kafka, but {key} is not set.",
+                expected="the name of the topic to read",
+                fix=f"set it in eventlake.yaml or with --set {key}=TOPIC",
+            )
+        return name
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowContext(FlowConfig):
+    """A flow's config plus the session and its further input streams, while it runs."""
+
+    spark: SparkSession
+    #: The flow's further inputs by role, as streaming DataFrames.
+    streams: Mapping[str, DataFrame] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, config: FlowConfig, spark: SparkSession, streams: Mapping[str, DataFrame] | None = None
+    ) -> FlowContext:
+        given = {f.name: getattr(config, f.name) for f in fields(FlowConfig)}
+        return cls(**given, spark=spark, streams=dict(streams or {}))
+
+    def stream(self, role: str) -> DataFrame:
+        """The further input ``role`` declared with ``@flow(inputs={role: ...})``."""
+        try:
+            return self.streams[role]
+        except KeyError:
+            known = ", ".join(sorted(self.streams)) or "none"
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                f"flow '{self.query_name}' reads input '{role}', which it does "
+                f"not declare (declared: {known}).",
+                fix=f"declare it: @pipeline.flow(..., inputs={{'{role}': ...}})",
+            ) from None
+
+    def with_watermark(self, df: DataFrame, column: str, delay: str) -> DataFrame:
+        """``df.withWatermark(column, delay)``: the place late-data tolerance is declared."""
+        return df.withWatermark(column, delay)

@@ -1,0 +1,62 @@
+"""The one way to run a pipeline: load it, check topics, plan and validate, run.
+
+The CLI's ``run``, ``make demo`` and :mod:`eventlake.testing` all go through
+:func:`run_pipeline`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from eventlake.config import Settings
+from eventlake.monitoring import ProgressListener
+from eventlake.pipelines.api import Pipeline, Registry
+from eventlake.pipelines.loader import load_pipelines
+from eventlake.pipelines.plan import Plan, build_plan, check_flow_names
+from eventlake.pipelines.runner import RunResult, preflight_topics, run_plan
+from eventlake.session import get_spark
+from eventlake.validation import Report, check_pipeline, require_valid
+
+#: Called once the plan is built (and checked, with its report), before any query starts.
+OnPlan = Callable[[Plan, Report | None], None]
+
+
+def run_pipeline(
+    pipeline: str | Pipeline,
+    settings: Settings,
+    *,
+    trigger: str | None = None,
+    flows: list[str] | None = None,
+    validate: bool = True,
+    listener: ProgressListener | None = None,
+    stop: threading.Event | None = None,
+    registry: Registry | None = None,
+    modules: Iterable[Path] = (),
+    on_plan: OnPlan | None = None,
+) -> RunResult:
+    """Run ``pipeline`` (a name, looked up in ``registry`` or the loaded pipelines).
+
+    Before Spark starts: the params are parsed, the flows named and every Kafka topic
+    checked to exist. Then the plan is built and, with ``validate``, checked against the
+    production rules (any error: EL-VALIDATE-001, nothing started). Finite triggers
+    (``available-now``, ``once``) return once every flow has processed its input; others
+    run until ``stop`` is set. ``trigger`` overrides every flow's; ``flows`` runs a subset.
+    """
+    if isinstance(pipeline, str):
+        registry = registry if registry is not None else load_pipelines(modules)
+        pipeline = registry.get(pipeline)
+    check_flow_names(pipeline, flows)
+    preflight_topics(pipeline, pipeline.configs(settings), flows)
+    spark = get_spark(settings)
+    report: Report | None = None
+    if validate:
+        plan, report = check_pipeline(pipeline, settings, spark, flows=flows, trigger=trigger)
+    else:
+        plan = build_plan(pipeline, settings, spark, flows=flows, trigger=trigger)
+    if on_plan is not None:
+        on_plan(plan, report)
+    if report is not None:
+        require_valid(report)
+    return run_plan(plan, stop=stop, listener=listener)
