@@ -39,8 +39,9 @@ def test_running_flow_joins_the_newest_dimension_version(
     runner.start()
 
     def departments(count: int) -> dict[str, str] | None:
-        if not Path(settings.lake.table_path("gold", "orders_enriched")).exists():
-            return None
+        first_commit = "_delta_log/00000000000000000000.json"
+        if not (settings.lake.table_path("gold", "orders_enriched") / first_commit).exists():
+            return None  # the run is still planning: the table is not created yet
         rows = table(settings, "gold", "orders_enriched")
         return (
             dict(zip(rows["order_id"], rows["department"], strict=True))
