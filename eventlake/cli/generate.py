@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import UTC, datetime
-from typing import Annotated, TypeVar
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
 
 import typer
 
@@ -14,8 +16,6 @@ from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.generator import GeneratedRecord, OrdersConfig, OrdersGenerator, paced, send
 from eventlake.generator.events import DEFAULT_START, EventStreamConfig
 from eventlake.kafka import create_topic
-
-C = TypeVar("C", bound=EventStreamConfig)
 
 generate_app = typer.Typer(help="Produce generated events to Kafka.", no_args_is_help=True)
 
@@ -88,35 +88,14 @@ def cdc(
     tombstones, re-creates, out-of-order, duplicate and malformed events."""
     from eventlake.generator import CdcConfig, CdcGenerator
 
-    config = CdcConfig(
-        seed=seed,
-        users=users,
-        delete_fraction=delete_fraction,
-        out_of_order_fraction=out_of_order_fraction,
-        duplicate_fraction=duplicate_fraction,
-        malformed_fraction=malformed_fraction,
-        snapshot=snapshot,
-    )
+    config = CdcConfig(seed=seed, users=users, snapshot=snapshot, delete_fraction=delete_fraction,
+                       out_of_order_fraction=out_of_order_fraction,
+                       duplicate_fraction=duplicate_fraction,
+                       malformed_fraction=malformed_fraction)  # fmt: skip
     records = CdcGenerator(config).records(count)
     if rate is not None:
         records = paced(records, rate, seconds=float("inf"))
     _produce(ctx, bootstrap_servers, topic, partitions, records)
-
-
-def _stream_config(
-    cls: type[C], seed: int, late_fraction: float, late_delay: str,
-    out_of_order_fraction: float, duplicate_fraction: float, malformed_fraction: float,
-) -> C:  # fmt: skip
-    from datetime import timedelta
-
-    return cls(
-        seed=seed,
-        late_fraction=late_fraction,
-        late_delay=timedelta(seconds=parse_duration(late_delay, what="--late-delay").seconds),
-        out_of_order_fraction=out_of_order_fraction,
-        duplicate_fraction=duplicate_fraction,
-        malformed_fraction=malformed_fraction,
-    )
 
 
 def _produce(ctx: typer.Context, bootstrap_servers: str | None, topic: str, partitions: int,
@@ -129,6 +108,17 @@ def _produce(ctx: typer.Context, bootstrap_servers: str | None, topic: str, part
     typer.echo(f"produced {sum(kinds.values())} records to '{topic}' on {bootstrap} ({detail})")
 
 
+# The event-stream commands (clicks, sensors, impressions) share their options: each is
+# declared once here, and every command's signature is built from this list.
+_CONFIG_OPTIONS = ("seed", "late_fraction", "late_delay", "out_of_order_fraction",
+                   "duplicate_fraction", "malformed_fraction")  # fmt: skip
+
+
+def _option(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> Any:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                             default=default)  # fmt: skip
+
+
 Count = Annotated[int, typer.Option(min=1, help="Number of events.")]
 Seed = Annotated[int, typer.Option(help="Same seed, same records.")]
 LateDelay = Annotated[str, typer.Option(help="How far behind late events are.")]
@@ -136,104 +126,99 @@ Partitions = Annotated[int, typer.Option(min=1, help="Partitions if created.")]
 Bootstrap = Annotated[str | None, typer.Option()]
 
 
-@generate_app.command()
-def clicks(
-    ctx: typer.Context,
-    count: Count,
-    topic: Annotated[str, typer.Option(help="Topic (created if missing).")] = "clicks",
-    seed: Seed = 0,
-    users: Annotated[int, typer.Option(min=1)] = 40,
-    late_fraction: Fraction = 0.02,
-    late_delay: LateDelay = "40m",
-    out_of_order_fraction: Fraction = 0.1,
-    duplicate_fraction: Fraction = 0.03,
-    malformed_fraction: Fraction = 0.01,
-    partitions: Partitions = 3,
-    bootstrap_servers: Bootstrap = None,
-) -> None:
+def _stream_options(topic: str, topic_help: str, late_delay: str) -> list[inspect.Parameter]:
+    return [
+        _option("count", Count),
+        _option("topic", Annotated[str, typer.Option(help=topic_help)], topic),
+        _option("seed", Seed, 0),
+        _option("late_fraction", Fraction, 0.02),
+        _option("late_delay", LateDelay, late_delay),
+        _option("out_of_order_fraction", Fraction, 0.1),
+        _option("duplicate_fraction", Fraction, 0.03),
+        _option("malformed_fraction", Fraction, 0.01),
+        _option("partitions", Partitions, 3),
+        _option("bootstrap_servers", Bootstrap, None),
+    ]
+
+
+#: Makes the records from the config and the command's own options, and produces them.
+Emit = Callable[[typer.Context, Any, dict[str, Any]], None]
+
+
+def _stream_command(
+    name: str, config: type[EventStreamConfig], emit: Emit, *, topic: str, late_delay: str,
+    topic_help: str = "Topic (created if missing).", own: tuple[inspect.Parameter, ...] = (),
+) -> Callable[..., None]:  # fmt: skip
+    """Register ``generate <name>`` with the shared stream options plus ``own``."""
+
+    def command(ctx: typer.Context, **options: Any) -> None:
+        shared = {k: options.pop(k) for k in _CONFIG_OPTIONS}
+        shared["late_delay"] = timedelta(
+            seconds=parse_duration(shared["late_delay"], what="--late-delay").seconds
+        )
+        emit(ctx, config(**shared), options)
+
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                  annotation=typer.Context)  # fmt: skip
+    params = [ctx_param, *_stream_options(topic, topic_help, late_delay), *own]
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__name__ = name
+    command.__doc__ = emit.__doc__
+    return generate_app.command(name)(command)
+
+
+def _emit_clicks(ctx: typer.Context, config: Any, options: dict[str, Any]) -> None:
     """Clickstream events (user_id, event_id, event_type, page, event_time)."""
-    from dataclasses import replace
+    from eventlake.generator.clicks import ClicksGenerator
 
-    from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
-
-    config = _stream_config(
-        ClicksConfig,
-        seed,
-        late_fraction,
-        late_delay,
-        out_of_order_fraction,
-        duplicate_fraction,
-        malformed_fraction,
-    )
+    users = options["users"]
     gen = ClicksGenerator(replace(config, users=users, active_users=min(4, users)))
-    _produce(ctx, bootstrap_servers, topic, partitions, gen.records(count))
+    _produce_stream(ctx, options, gen.records(options["count"]))
 
 
-@generate_app.command()
-def sensors(
-    ctx: typer.Context,
-    count: Count,
-    topic: Annotated[str, typer.Option(help="Topic (created if missing).")] = "sensors",
-    seed: Seed = 0,
-    sensor_count: Annotated[int, typer.Option("--sensors", min=1)] = 8,
-    late_fraction: Fraction = 0.02,
-    late_delay: LateDelay = "12m",
-    out_of_order_fraction: Fraction = 0.1,
-    duplicate_fraction: Fraction = 0.03,
-    malformed_fraction: Fraction = 0.01,
-    partitions: Partitions = 3,
-    bootstrap_servers: Bootstrap = None,
-) -> None:
+def _emit_sensors(ctx: typer.Context, config: Any, options: dict[str, Any]) -> None:
     """Sensor readings (sensor_id, temperature, event_time)."""
-    from dataclasses import replace
+    from eventlake.generator.sensors import SensorsGenerator
 
-    from eventlake.generator.sensors import SensorsConfig, SensorsGenerator
-
-    config = _stream_config(
-        SensorsConfig,
-        seed,
-        late_fraction,
-        late_delay,
-        out_of_order_fraction,
-        duplicate_fraction,
-        malformed_fraction,
-    )
-    gen = SensorsGenerator(replace(config, sensors=sensor_count))
-    _produce(ctx, bootstrap_servers, topic, partitions, gen.records(count))
+    gen = SensorsGenerator(replace(config, sensors=options["sensor_count"]))
+    _produce_stream(ctx, options, gen.records(options["count"]))
 
 
-@generate_app.command()
-def impressions(
-    ctx: typer.Context,
-    count: Count,
-    topic: Annotated[str, typer.Option(help="Impressions topic.")] = "impressions",
-    clicks_topic: Annotated[str, typer.Option(help="Clicks topic.")] = "ad_clicks",
-    seed: Seed = 0,
-    click_rate: Fraction = 0.3,
-    late_fraction: Fraction = 0.02,
-    late_delay: LateDelay = "40m",
-    out_of_order_fraction: Fraction = 0.1,
-    duplicate_fraction: Fraction = 0.03,
-    malformed_fraction: Fraction = 0.01,
-    partitions: Partitions = 3,
-    bootstrap_servers: Bootstrap = None,
-) -> None:
+def _emit_impressions(ctx: typer.Context, config: Any, options: dict[str, Any]) -> None:
     """Ad impressions and the clicks on them, into two topics."""
-    from dataclasses import replace
+    from eventlake.generator.ads import CLICKS, AdsGenerator
 
-    from eventlake.generator.ads import CLICKS, AdsConfig, AdsGenerator
-
-    config = _stream_config(
-        AdsConfig,
-        seed,
-        late_fraction,
-        late_delay,
-        out_of_order_fraction,
-        duplicate_fraction,
-        malformed_fraction,
-    )
     by_role: dict[str, list[GeneratedRecord]] = {CLICKS: [], "impressions": []}
-    for role, record in AdsGenerator(replace(config, click_rate=click_rate)).stream(count):
+    generator = AdsGenerator(replace(config, click_rate=options["click_rate"]))
+    for role, record in generator.stream(options["count"]):
         by_role[role].append(record)
-    _produce(ctx, bootstrap_servers, topic, partitions, by_role["impressions"])
-    _produce(ctx, bootstrap_servers, clicks_topic, partitions, by_role[CLICKS])
+    _produce_stream(ctx, options, by_role["impressions"])
+    _produce_stream(ctx, {**options, "topic": options["clicks_topic"]}, by_role[CLICKS])
+
+
+def _produce_stream(
+    ctx: typer.Context, options: dict[str, Any], records: Iterable[GeneratedRecord]
+) -> None:
+    topic, partitions = options["topic"], options["partitions"]
+    _produce(ctx, options["bootstrap_servers"], topic, partitions, records)
+
+
+def _register_stream_commands() -> None:
+    from eventlake.generator.ads import AdsConfig
+    from eventlake.generator.clicks import ClicksConfig
+    from eventlake.generator.sensors import SensorsConfig
+
+    _stream_command("clicks", ClicksConfig, _emit_clicks, topic="clicks", late_delay="40m",
+                    own=(_option("users", Annotated[int, typer.Option(min=1)], 40),))  # fmt: skip
+    sensors = Annotated[int, typer.Option("--sensors", min=1)]
+    _stream_command("sensors", SensorsConfig, _emit_sensors, topic="sensors", late_delay="12m",
+                    own=(_option("sensor_count", sensors, 8),))  # fmt: skip
+    clicks_topic = _option("clicks_topic", Annotated[str, typer.Option(help="Clicks topic.")],
+                           "ad_clicks")  # fmt: skip
+    _stream_command(
+        "impressions", AdsConfig, _emit_impressions, topic="impressions", late_delay="40m",
+        topic_help="Impressions topic.", own=(clicks_topic, _option("click_rate", Fraction, 0.3)),
+    )  # fmt: skip
+
+
+_register_stream_commands()

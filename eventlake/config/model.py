@@ -19,13 +19,16 @@ class KafkaSettings(_Section):
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
 
+    def _shared_options(self) -> dict[str, str]:
+        """The client properties librdkafka and the Java client name alike."""
+        pairs = (("bootstrap.servers", self.bootstrap_servers),
+                 ("security.protocol", self.security_protocol),
+                 ("sasl.mechanism", self.sasl_mechanism))  # fmt: skip
+        return {key: value for key, value in pairs if value}
+
     def client_options(self) -> dict[str, str]:
         """Options for confluent-kafka clients (librdkafka names)."""
-        opts = {"bootstrap.servers": self.bootstrap_servers}
-        if self.security_protocol:
-            opts["security.protocol"] = self.security_protocol
-        if self.sasl_mechanism:
-            opts["sasl.mechanism"] = self.sasl_mechanism
+        opts = self._shared_options()
         if self.sasl_username:
             opts["sasl.username"] = self.sasl_username
         if self.sasl_password:
@@ -34,11 +37,7 @@ class KafkaSettings(_Section):
 
     def spark_options(self) -> dict[str, str]:
         """Options for Spark's Kafka source and sink (``kafka.``-prefixed Java client names)."""
-        opts = {"kafka.bootstrap.servers": self.bootstrap_servers}
-        if self.security_protocol:
-            opts["kafka.security.protocol"] = self.security_protocol
-        if self.sasl_mechanism:
-            opts["kafka.sasl.mechanism"] = self.sasl_mechanism
+        opts = {f"kafka.{key}": value for key, value in self._shared_options().items()}
         if self.sasl_username and self.sasl_password:
             user = self.sasl_username.replace('"', '\\"')
             pwd = self.sasl_password.get_secret_value().replace('"', '\\"')

@@ -218,19 +218,11 @@ class _Upsert:
             if self.delete_flag
             else sql.SQL("")
         )
-        guard = self._newer(self.table, "excluded", strict=True)
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {target} AS {alias} ({cols}) SELECT {cols} FROM {staged} {where} "
-                "ON CONFLICT ({keys}) DO UPDATE SET {updates} WHERE {guard}"
-            ).format(
-                target=target,
-                alias=sql.Identifier(self.table),
-                cols=cols,
-                staged=staged,
-                where=where,
-                keys=keys,
-                updates=updates,
-                guard=guard,
-            )
+        parts = {"target": target, "alias": sql.Identifier(self.table), "cols": cols,
+                 "staged": staged, "where": where, "keys": keys, "updates": updates,
+                 "guard": self._newer(self.table, "excluded", strict=True)}  # fmt: skip
+        upsert = sql.SQL(
+            "INSERT INTO {target} AS {alias} ({cols}) SELECT {cols} FROM {staged} {where} "
+            "ON CONFLICT ({keys}) DO UPDATE SET {updates} WHERE {guard}"
         )
+        conn.execute(upsert.format(**parts))

@@ -133,17 +133,11 @@ class Pipeline:
                 )  # fmt: skip
             doc = (fn.__doc__ or "").strip().splitlines()
             self.flows[flow_name] = FlowSpec(
-                pipeline=self.name,
-                name=flow_name,
-                input=input,
-                output=output,
-                transform=fn,
-                output_mode=output_mode,
-                trigger=trigger,
+                self.name, flow_name, input, output, fn, output_mode, trigger,
                 description=description or (doc[0] if doc else ""),
                 inputs=tuple(sorted((inputs or {}).items())),
                 guarantee=_guarantee(where, guarantee),
-            )
+            )  # fmt: skip
             return fn
 
         return decorate

@@ -25,15 +25,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
-from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
+from eventlake.connectors.delta import DeltaInput, DeltaOutput
+from eventlake.connectors.kafka import KafkaInput, kafka_records
 from eventlake.durations import duration_ms
 from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
-from eventlake.transforms import (
-    checked_events,
-    deduplicated_events,
-    flatten_window,
-    quarantine_rows,
-)
+from eventlake.transforms import checked_events, deduplicated_events, quarantine_rows
+from eventlake.transforms.windows import flatten_window, windowed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -172,9 +169,8 @@ def ctr_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     p = ctx.typed(AdsParams)
-    windowed = (
-        ctx.with_watermark(df, "impression_time", p.ctr_watermark)
-        .groupBy(F.window("impression_time", p.ctr_window), "ad_id")
+    hourly = (
+        windowed(df, "impression_time", p.ctr_watermark, p.ctr_window, "ad_id")
         .agg(
             F.size(F.collect_set("impression_id")).alias("impressions"),
             F.size(F.collect_set("click_id")).alias("clicks"),
@@ -182,4 +178,4 @@ def ctr_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
         )
         .withColumn("ctr", F.col("clicks") / F.col("impressions"))
     )
-    return flatten_window(windowed)
+    return flatten_window(hourly)

@@ -22,16 +22,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
+from eventlake.connectors.delta import DeltaInput, DeltaOutput
+from eventlake.connectors.kafka import KafkaInput, kafka_records
 from eventlake.durations import duration_ms
 from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
 from eventlake.state import sessions_with_state
-from eventlake.transforms import (
-    checked_events,
-    deduplicated_events,
-    flatten_window,
-    quarantine_rows,
-)
+from eventlake.transforms import checked_events, deduplicated_events, quarantine_rows
+from eventlake.transforms.windows import flatten_window, windowed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -63,10 +60,6 @@ CLICK_FIELDS = {
 }
 
 
-def checked_clicks(records: DataFrame) -> DataFrame:
-    return checked_events(records, CLICK_FIELDS)
-
-
 @clickstream.flow(input=KafkaInput(), output=DeltaOutput("silver", "clicks"))
 def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid events, typed, de-duplicated by event_id within the watermark."""
@@ -79,7 +72,7 @@ def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
 @clickstream.flow(input=KafkaInput(), output=DeltaOutput("silver", "clicks_quarantine"))
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid events: raw value, Kafka coordinates, reason."""
-    return quarantine_rows(checked_clicks(kafka_records(df)))
+    return quarantine_rows(checked_events(kafka_records(df), CLICK_FIELDS))
 
 
 @clickstream.flow(
@@ -92,13 +85,12 @@ def user_clicks_5min(ctx: FlowContext, df: DataFrame) -> DataFrame:
     p = ctx.typed(ClickstreamParams)
     # Clicks are counted, not filtered first: Spark would push such a filter below the
     # watermark, which would then follow click events only.
-    windowed = (
-        ctx.with_watermark(df, "event_time", p.watermark)
-        .groupBy(F.window("event_time", p.window), "user_id")
+    counts = (
+        windowed(df, "event_time", p.watermark, p.window, "user_id")
         .agg(F.count_if(F.col("event_type") == "click").alias("clicks"))
         .where(F.col("clicks") > 0)
     )
-    return flatten_window(windowed)
+    return flatten_window(counts)
 
 
 @clickstream.flow(input=DeltaInput("silver", "clicks"), output=DeltaOutput("gold", "user_sessions"))

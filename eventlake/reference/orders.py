@@ -27,17 +27,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from eventlake.connectors import (
-    DeltaInput,
-    DeltaOutput,
-    KafkaInput,
-    KafkaOutput,
-    ensure_delta_table,
-    kafka_records,
-)
+from eventlake.connectors.delta import DeltaInput, DeltaOutput, ensure_delta_table
+from eventlake.connectors.kafka import KafkaInput, KafkaOutput, kafka_records
 from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
-from eventlake.transforms import first_failure, flatten_window, parse_json, quarantine_rows
+from eventlake.transforms import first_failure, parse_json, quarantine_rows
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON, NULL_VALUE
+from eventlake.transforms.windows import flatten_window, windowed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -155,12 +150,10 @@ def revenue_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     p = ctx.typed(OrdersParams)
-    windowed = (
-        ctx.with_watermark(df, "event_time", p.window_delay)
-        .groupBy(F.window("event_time", p.revenue_window), "category")
-        .agg(F.count("*").alias("order_count"), F.sum("amount").alias("total_amount"))
+    revenue = windowed(df, "event_time", p.window_delay, p.revenue_window, "category").agg(
+        F.count("*").alias("order_count"), F.sum("amount").alias("total_amount")
     )
-    return flatten_window(windowed)
+    return flatten_window(revenue)
 
 
 @orders.flow(
@@ -172,12 +165,9 @@ def category_sliding(ctx: FlowContext, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     p = ctx.typed(OrdersParams)
-    windowed = (
-        ctx.with_watermark(df, "event_time", p.window_delay)
-        .groupBy(F.window("event_time", p.sliding_window, p.sliding_slide), "category")
-        .agg(F.count("*").alias("order_count"))
-    )
-    return flatten_window(windowed)
+    window, slide = p.sliding_window, p.sliding_slide
+    counts = windowed(df, "event_time", p.window_delay, window, "category", slide=slide)
+    return flatten_window(counts.agg(F.count("*").alias("order_count")))
 
 
 @orders.flow(input=DeltaInput("silver", "orders"), output=KafkaOutput("high_value_topic"))

@@ -21,21 +21,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from eventlake.connectors import (
-    DeltaInput,
-    DeltaOutput,
-    FanOut,
-    KafkaInput,
-    MergeDelta,
-    kafka_records,
-)
+from eventlake.connectors.delta import DeltaInput, DeltaOutput, MergeDelta
+from eventlake.connectors.fanout import FanOut
+from eventlake.connectors.kafka import KafkaInput, kafka_records
 from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
-from eventlake.transforms import (
-    checked_events,
-    deduplicated_events,
-    flatten_window,
-    quarantine_rows,
-)
+from eventlake.transforms import checked_events, deduplicated_events, quarantine_rows
+from eventlake.transforms.windows import flatten_window, windowed
 
 if TYPE_CHECKING:
     from delta.tables import DeltaMergeBuilder, DeltaTable
@@ -65,10 +56,6 @@ STATS_DDL = (
 )
 
 
-def checked_readings(records: DataFrame) -> DataFrame:
-    return checked_events(records, READING_FIELDS)
-
-
 @sensors.flow(input=KafkaInput(), output=DeltaOutput("silver", "sensor_readings"))
 def readings(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid readings, typed, de-duplicated by sensor and event time within the watermark."""
@@ -85,7 +72,7 @@ def readings(ctx: FlowContext, df: DataFrame) -> DataFrame:
 @sensors.flow(input=KafkaInput(), output=DeltaOutput("silver", "sensor_readings_quarantine"))
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid readings: raw value, Kafka coordinates, reason."""
-    return quarantine_rows(checked_readings(kafka_records(df)))
+    return quarantine_rows(checked_events(kafka_records(df), READING_FIELDS))
 
 
 def sliding_stats(ctx: FlowContext, df: DataFrame) -> DataFrame:
@@ -93,17 +80,13 @@ def sliding_stats(ctx: FlowContext, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     p = ctx.typed(SensorsParams)
-    windowed = (
-        ctx.with_watermark(df, "event_time", p.watermark)
-        .groupBy(F.window("event_time", p.window, p.slide), "sensor_id")
-        .agg(
-            F.count("*").alias("readings"),
-            F.avg("temperature").alias("avg_temperature"),
-            F.min("temperature").alias("min_temperature"),
-            F.max("temperature").alias("max_temperature"),
-        )
+    stats = windowed(df, "event_time", p.watermark, p.window, "sensor_id", slide=p.slide).agg(
+        F.count("*").alias("readings"),
+        F.avg("temperature").alias("avg_temperature"),
+        F.min("temperature").alias("min_temperature"),
+        F.max("temperature").alias("max_temperature"),
     )
-    return flatten_window(windowed)
+    return flatten_window(stats)
 
 
 @sensors.flow(

@@ -27,17 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from eventlake.connectors import (
-    DeltaInput,
-    DeltaOutput,
-    FanOut,
-    KafkaInput,
-    MergeDelta,
-    ToDelta,
-    ToKafka,
-    ToPostgres,
-    kafka_records,
-)
+from eventlake.connectors.delta import DeltaInput, DeltaOutput, MergeDelta, ToDelta
+from eventlake.connectors.fanout import FanOut
+from eventlake.connectors.kafka import KafkaInput, ToKafka, kafka_records
+from eventlake.connectors.postgres import ToPostgres
 from eventlake.pipelines import Pipeline, PipelineParams
 from eventlake.transforms import first_failure, parse_json, quarantine_rows
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON

@@ -9,7 +9,7 @@ from eventlake.transforms.parsing import (
     parse_json,
     quarantine_rows,
 )
-from eventlake.transforms.windows import flatten_window
+from eventlake.transforms.windows import flatten_window, windowed
 
 __all__ = [
     "checked_events",
@@ -18,4 +18,5 @@ __all__ = [
     "flatten_window",
     "parse_json",
     "quarantine_rows",
+    "windowed",
 ]
