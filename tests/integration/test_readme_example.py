@@ -44,12 +44,13 @@ def test_writing_a_pipeline_example_runs(
     assert [line[:2] for line in lines] == [
         ["eventlake", "list"], ["eventlake", "validate"], ["eventlake", "run"],
     ]  # fmt: skip
-    outputs = []
+    outputs, progress = [], []
     for words in lines:
         args = [str(module) if w == "clicks.py" else w for w in words[1:]]
         done = run_cli("--config", str(cfg), *args, cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         outputs.append(done.stdout)
+        progress.append(done.stderr)
 
     listed = outputs[0]
     assert "clicks.raw" in listed
@@ -57,6 +58,8 @@ def test_writing_a_pipeline_example_runs(
     assert f"kafka:{topic} -> delta:bronze/clicks" in listed
     assert "exactly-once" in listed
     assert "is valid" in outputs[1]
+    assert f"[clicks.raw] batch 0: {len(pages)} rows" in progress[2]
+    assert (tmp_path / "checkpoints" / "clicks" / "raw" / "commits").is_dir()
 
     bronze = read_delta(tmp_path / "lake" / "bronze" / "clicks")
     assert sorted(json.loads(v)["page"] for v in bronze.column("value").to_pylist()) == sorted(
