@@ -35,12 +35,7 @@ class AdsGenerator(EventStream):
     """``stream(n)`` yields ``(role, record)``: ``n`` impressions and their clicks."""
 
     key_field = "impression_id"
-    malformed_reasons = (
-        "invalid_json",
-        "missing_impression_id",
-        "missing_impression_time",
-        "invalid_impression_time",
-    )
+    required_fields = ("impression_id", "impression_time")
     bad_values = {"impression_time": ("yesterday", "")}  # noqa: RUF012
 
     def __init__(self, config: AdsConfig | None = None) -> None:

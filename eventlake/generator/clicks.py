@@ -28,13 +28,7 @@ class ClicksConfig(EventStreamConfig):
 
 class ClicksGenerator(EventStream):
     key_field = "user_id"
-    malformed_reasons = (
-        "invalid_json",
-        "missing_event_id",
-        "missing_user_id",
-        "missing_event_time",
-        "invalid_event_time",
-    )
+    required_fields = ("event_id", "user_id", "event_time")
     bad_values = {"event_time": ("yesterday", "2026-13-45T99:00:00Z", "")}  # noqa: RUF012
 
     def __init__(self, config: ClicksConfig | None = None) -> None:

@@ -81,10 +81,19 @@ class EventStream(ABC):
     def _event(self, event_time: datetime) -> dict[str, Any]:
         """A new valid event at ``event_time``."""
 
-    #: Quarantine reasons this stream produces: ``invalid_json``, ``missing_<field>``
-    #: (the field is left out) or ``invalid_<field>`` (it gets one of ``bad_values``).
-    malformed_reasons: tuple[str, ...] = ("invalid_json",)
+    #: Fields a valid event must carry: each has a ``missing_<field>`` malformed kind.
+    required_fields: tuple[str, ...] = ()
+    #: Unusable values per field: each field has an ``invalid_<field>`` malformed kind.
     bad_values: dict[str, tuple[Any, ...]] = {}  # noqa: RUF012
+    #: Quarantine reasons this stream produces, derived from the two above: ``invalid_json``,
+    #: ``missing_<field>`` (the field is left out), ``invalid_<field>`` (a bad value).
+    malformed_reasons: tuple[str, ...] = ("invalid_json",)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        missing = tuple(f"missing_{f}" for f in cls.required_fields)
+        invalid = tuple(f"invalid_{f}" for f in cls.bad_values)
+        cls.malformed_reasons = ("invalid_json", *missing, *invalid)
 
     def _malformed(self) -> GeneratedRecord:
         """A record the pipeline must quarantine, with its expected reason."""

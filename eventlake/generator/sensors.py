@@ -18,13 +18,7 @@ class SensorsConfig(EventStreamConfig):
 
 class SensorsGenerator(EventStream):
     key_field = "sensor_id"
-    malformed_reasons = (
-        "invalid_json",
-        "missing_sensor_id",
-        "missing_event_time",
-        "invalid_event_time",
-        "invalid_temperature",
-    )
+    required_fields = ("sensor_id", "event_time")
     bad_values = {  # noqa: RUF012
         "event_time": ("yesterday", "2026-13-45T99:00:00Z", ""),
         "temperature": ("hot", "n/a", {"c": 20}),

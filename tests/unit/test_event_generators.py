@@ -46,3 +46,16 @@ def test_ads_clicks_follow_their_impression_within_the_delay() -> None:
         shown = impressions["i" + click["click_id"][1:]]
         assert (shown["user_id"], shown["ad_id"]) == (click["user_id"], click["ad_id"])
         assert shown["impression_time"] <= click["click_time"]
+
+
+def test_malformed_reasons_follow_required_fields_and_bad_values() -> None:
+    """Each required field can go missing and each field with bad values can be invalid;
+    the reasons are the pipelines' quarantine reasons."""
+    assert ClicksGenerator.malformed_reasons == (
+        "invalid_json", "missing_event_id", "missing_user_id", "missing_event_time",
+        "invalid_event_time",
+    )  # fmt: skip
+    assert SensorsGenerator.malformed_reasons == (
+        "invalid_json", "missing_sensor_id", "missing_event_time", "invalid_event_time",
+        "invalid_temperature",
+    )  # fmt: skip
