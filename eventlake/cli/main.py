@@ -84,10 +84,13 @@ def config_show(ctx: typer.Context) -> None:
 
 @app.command()
 def version() -> None:
-    """Print eventlake's version and the pinned stack."""
-    from eventlake import __version__
+    """Print eventlake's version and the stack it runs on: Python, the pinned packages and
+    the jars Spark and the broker load."""
+    from eventlake.cli.version import stack
 
-    typer.echo(f"eventlake {__version__}")
+    rows = stack()
+    width = max(len(name) for name, _ in rows)
+    typer.echo("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
 
 
 def main() -> None:
