@@ -58,11 +58,28 @@ unit: install jars
 integration: install jars postgres
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
-bench: install jars
-	$(BIN)/python -m bench.run
+# Bench only: PyFlink and Quix Streams in their own venv, Flink's Kafka SQL connector jar.
+BENCH_VENV := .cache/bench-venv
+BENCH_STAMP := $(BENCH_VENV)/.installed
+FLINK_JARS_STAMP := $(JARS)/flink-bench/.resolved
+
+$(BENCH_STAMP): bench/requirements.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q -r bench/requirements.txt
+	touch $@
+
+$(FLINK_JARS_STAMP): jvm/flink-bench/pom.xml
+	rm -rf $(JARS)/flink-bench
+	$(MVN) -f jvm/flink-bench/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/flink-bench)
+	touch $@
+
+BENCH_ARGS ?=
+
+bench: install jars $(BENCH_STAMP) $(FLINK_JARS_STAMP)
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 clean:
-	rm -rf .eventlake .pytest_cache .mypy_cache .ruff_cache bench/results
+	rm -rf .eventlake .pytest_cache .mypy_cache .ruff_cache
 
 distclean: clean
 	rm -rf $(VENV) .cache

@@ -91,13 +91,19 @@ class FlowContext(FlowConfig):
     spark: SparkSession
     #: The flow's further inputs by role, as streaming DataFrames.
     streams: Mapping[str, DataFrame] = field(default_factory=dict)
+    #: The trigger the flow runs with (inputs set options some triggers refuse).
+    trigger: str = ""
 
     @classmethod
     def of(
-        cls, config: FlowConfig, spark: SparkSession, streams: Mapping[str, DataFrame] | None = None
+        cls,
+        config: FlowConfig,
+        spark: SparkSession,
+        streams: Mapping[str, DataFrame] | None = None,
+        trigger: str = "",
     ) -> FlowContext:
         given = {f.name: getattr(config, f.name) for f in fields(FlowConfig)}
-        return cls(**given, spark=spark, streams=dict(streams or {}))
+        return cls(**given, spark=spark, streams=dict(streams or {}), trigger=trigger)
 
     def stream(self, role: str) -> DataFrame:
         """The further input ``role`` declared with ``@flow(inputs={role: ...})``."""

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-LOCAL_SHUFFLE_PARTITIONS = "4"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+FS_CHECKPOINT_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
 _lock = threading.Lock()
 
 
@@ -46,16 +49,33 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_config()}",
     }
     if spark.master.startswith("local"):
-        # The default of 200 makes every stateful micro-batch ~40x slower on 2 cores.
-        conf["spark.sql.shuffle.partitions"] = LOCAL_SHUFFLE_PARTITIONS
+        # Spark's 200 makes every stateful micro-batch ~40x slower on 2 cores: one shuffle
+        # (and state) partition per core. A stateful checkpoint keeps the count it began with.
+        conf[SHUFFLE_PARTITIONS] = str(local_cores(spark.master))
         # Delta 4.4 rebuilds snapshot state (for the streaming sink's txn lookup) with a job of
         # this many tasks on every commit; the default 50 costs ~5 s a batch on 2 cores.
         conf["spark.databricks.delta.snapshotPartitions"] = "1"
+        # Hadoop's FileContext renames a local file through a forked `readlink` (~0.1 s each;
+        # 2 per batch, more with state). The FileSystem API renames in-process; rename(2)
+        # is atomic, and Spark runs one query per checkpoint at a time.
+        conf["spark.sql.streaming.checkpointFileManagerClass"] = FS_CHECKPOINT_MANAGER
         conf["spark.ui.enabled"] = "false"
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     conf.update(spark.conf)
     return conf
+
+
+def local_cores(master: str) -> int:
+    """The cores a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master runs on."""
+    threads = master.partition("[")[2].rstrip("]").split(",")[0] if "[" in master else "1"
+    if threads == "*":
+        return (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1
+        )
+    return max(1, int(threads))
 
 
 def _check_java() -> None:
@@ -89,4 +109,10 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
         except Exception as exc:
             raise translate(exc, context="starting Spark") from exc
         session.sparkContext.setLogLevel(settings.spark.log_level)
+        if SHUFFLE_PARTITIONS not in settings.spark.conf and not settings.spark.master.startswith(
+            "local"
+        ):
+            # A cluster's cores are known once it has started: its executors' total.
+            total = session.sparkContext.defaultParallelism
+            session.conf.set(SHUFFLE_PARTITIONS, str(max(1, total)))
         return session

@@ -13,6 +13,10 @@ if TYPE_CHECKING:
 AVAILABLE_NOW = "available-now"
 ONCE = "once"
 CONTINUOUS = "continuous"
+REAL_TIME = "real-time"
+#: Real-time mode's checkpoint interval when none is given (Spark's is 5 minutes): a crash
+#: re-sends at most this much; each new interval pauses the stream for about a second.
+REAL_TIME_DEFAULT = "1 minute"
 _AVAILABLE_NOW_SPELLINGS = (AVAILABLE_NOW, "availablenow", "available_now")
 FINITE = (*_AVAILABLE_NOW_SPELLINGS, ONCE)
 
@@ -23,13 +27,18 @@ def parse_trigger(spec: str) -> dict[str, object]:
     ``available-now`` processes all input available at start (in batches bounded by the
     source's rate limits, closing windows with no-data batches) and stops; ``once`` is the
     deprecated single-batch form; ``N seconds`` is a processing-time trigger;
-    ``continuous`` or ``continuous:N seconds`` is continuous processing.
+    ``continuous`` or ``continuous:N seconds`` is continuous processing; ``real-time`` or
+    ``real-time:N seconds`` is Spark's real-time mode (stateless Kafka -> Kafka flows; N is
+    how often it checkpoints, not a latency).
     """
     text = spec.strip().lower()
     if text in _AVAILABLE_NOW_SPELLINGS:
         return {"availableNow": True}
     if text == ONCE:
         return {"once": True}
+    if text.startswith(REAL_TIME):
+        interval = text.partition(":")[2].strip() or REAL_TIME_DEFAULT
+        return {"realTime": _interval(interval, spec)}
     if text.startswith(CONTINUOUS):
         interval = text.partition(":")[2].strip() or "1 second"
         return {"continuous": _interval(interval, spec)}
@@ -50,6 +59,9 @@ def apply_trigger(writer: DataStreamWriter, spec: str) -> DataStreamWriter:
         return writer.trigger(once=True)
     if "continuous" in kwargs:
         return writer.trigger(continuous=str(kwargs["continuous"]))
+    if "realTime" in kwargs:
+        # pyspark 4.2's typing overloads of trigger() leave out realTime.
+        return writer.trigger(realTime=str(kwargs["realTime"]))  # type: ignore[call-overload,no-any-return]
     return writer.trigger(processingTime=str(kwargs["processingTime"]))
 
 
@@ -60,6 +72,18 @@ def _interval(text: str, spec: str) -> str:
         raise EventlakeError(
             ErrorCode.CONFIG_INVALID_VALUE,
             f"trigger '{spec}' is not a trigger eventlake knows.",
-            expected="available-now, once, continuous, or an interval like '10 seconds'",
+            expected="available-now, once, continuous, real-time, or an interval like '10 seconds'",
             fix="use one of those forms, e.g. --trigger '30 seconds'",
         ) from None
+
+
+def is_real_time(spec: str) -> bool:
+    """True for Spark's real-time mode (``real-time`` or ``real-time:N seconds``)."""
+    return spec.strip().lower().startswith(REAL_TIME)
+
+
+def is_micro_batch(spec: str) -> bool:
+    """True for triggers whose batches have offsets fixed before they run (not continuous
+    processing, not real-time mode)."""
+    text = spec.strip().lower()
+    return not (text.startswith(CONTINUOUS) or text.startswith(REAL_TIME))

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eventlake.errors import EventlakeError
+
+#: 256 MiB: a 1M-event backlog of ~120-byte records is one batch; memory stays bounded.
+AUTO_BATCH_BYTES = 256 * 1024 * 1024
 
 
 class PipelineParams(BaseModel):
@@ -20,7 +25,17 @@ class PipelineParams(BaseModel):
         default_factory=dict, description="Input topics by role, for several inputs."
     )
     trigger: str = Field(default="10 seconds", description="Default trigger of every flow.")
-    max_offsets_per_trigger: int | None = Field(default=10_000, ge=1)
+    max_offsets_per_trigger: Annotated[int, Field(ge=1)] | Literal["auto"] | None = Field(
+        default="auto",
+        description="Kafka records per batch at most: a number, 'auto' (sized from "
+        "max_bytes_per_trigger and the topic's record size when the run starts) or null "
+        "(no bound, EL-W103).",
+    )
+    max_bytes_per_trigger: int = Field(
+        default=AUTO_BATCH_BYTES,
+        ge=1024,
+        description="The batch size 'auto' aims at, in bytes of Kafka keys and values.",
+    )
     starting_offsets: str = "earliest"
     fail_on_data_loss: bool = True
     data_loss_note: str | None = Field(

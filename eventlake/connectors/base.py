@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from eventlake.triggers import apply_trigger
+from eventlake.triggers import apply_trigger, is_real_time
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -96,7 +96,13 @@ class Output(_Connector):
     def start(
         self, df: DataFrame, ctx: FlowContext, *, trigger: str, output_mode: str = "append"
     ) -> StreamingQuery:
-        """Start the streaming write of ``df`` as flow ``ctx`` and return the running query."""
+        """Start the streaming write of ``df`` as flow ``ctx`` and return the running query.
+
+        Real-time mode takes update mode only; its flows are stateless (EL-V010), where
+        update and append write the same rows.
+        """
+        if is_real_time(trigger):
+            output_mode = "update"
         writer = (
             df.writeStream.queryName(ctx.query_name)
             .outputMode(output_mode)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eventlake.connectors.base import BatchContext, Guarantee, Input, Output, Prepare, Target
+from eventlake.triggers import is_real_time
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -26,7 +27,10 @@ class KafkaInput(Input):
 
     The pipeline's ``starting_offsets`` applies only to a new checkpoint (``earliest``,
     ``latest`` or Spark's JSON form); ``max_offsets_per_trigger`` bounds each micro-batch so
-    a backlog after an outage is worked off in steps; ``fail_on_data_loss`` as in Spark.
+    a backlog after an outage is worked off in steps of bounded memory; ``auto`` (the
+    default) sizes that step when the run starts as ``max_bytes_per_trigger`` over the
+    mean record size at the topic's tail, so a backlog is a few large batches, not
+    hundreds of small ones; ``fail_on_data_loss`` as in Spark.
     """
 
     role: str | None = None
@@ -40,12 +44,17 @@ class KafkaInput(Input):
             "startingOffsets": p.starting_offsets,
             "failOnDataLoss": str(p.fail_on_data_loss).lower(),
         }
-        if p.max_offsets_per_trigger is not None:
+        if isinstance(p.max_offsets_per_trigger, int):
             opts["maxOffsetsPerTrigger"] = str(p.max_offsets_per_trigger)
         return opts
 
     def read(self, ctx: FlowContext) -> DataFrame:
-        return ctx.spark.readStream.format("kafka").options(**self.options(ctx)).load()
+        opts = self.options(ctx)
+        if is_real_time(ctx.trigger):  # records stream through: Spark refuses a batch bound
+            opts.pop("maxOffsetsPerTrigger", None)
+        elif ctx.params.max_offsets_per_trigger == "auto":
+            opts["maxOffsetsPerTrigger"] = str(auto_max_offsets(ctx, self.topics(ctx)))
+        return ctx.spark.readStream.format("kafka").options(**opts).load()
 
     def describe(self, flow: FlowConfig | None = None) -> str:
         if flow is None:
@@ -54,6 +63,47 @@ class KafkaInput(Input):
 
     def topics(self, flow: FlowConfig) -> list[str]:
         return [flow.topic(self.role)]
+
+
+#: The record size assumed for an empty topic: about 245K records a batch at 256 MiB.
+ASSUMED_RECORD_BYTES = 1024
+#: Bytes a Kafka row costs beyond its key and value: topic, partition, offset, timestamp.
+SPARK_ROW_OVERHEAD = 64
+
+
+def auto_max_offsets(flow: FlowConfig, topics: list[str]) -> int:
+    """``max_bytes_per_trigger`` over the topics' mean record size (Spark's row overhead
+    included), at least 1,000 records."""
+    from confluent_kafka import KafkaException
+
+    from eventlake.kafka.admin import mean_record_bytes
+
+    kafka = flow.settings.kafka
+    size = None
+    # Planning without a broker (`eventlake validate` offline) assumes the size at once.
+    if _any_reachable(kafka.bootstrap_servers):
+        try:
+            size = mean_record_bytes(
+                kafka.bootstrap_servers, topics, options=kafka.client_options(), timeout=5.0
+            )
+        except KafkaException:  # a probe that fails is no reason to stop: assume the size
+            size = None
+    per_record = (size or ASSUMED_RECORD_BYTES) + SPARK_ROW_OVERHEAD
+    return max(1_000, int(flow.params.max_bytes_per_trigger // per_record))
+
+
+def _any_reachable(bootstrap: str, timeout: float = 1.0) -> bool:
+    """True when a TCP connection to one of the bootstrap servers opens."""
+    import socket
+
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def kafka_records(raw: DataFrame) -> DataFrame:

@@ -176,3 +176,59 @@ def topic_offsets(bootstrap: str, topic: str, *, timeout: float = 10.0) -> dict[
         return ends
     finally:
         consumer.close()
+
+
+def mean_record_bytes(
+    bootstrap: str,
+    topics: Iterable[str],
+    *,
+    sample: int = 200,
+    options: Mapping[str, str] | None = None,
+    timeout: float = 10.0,
+) -> float | None:
+    """Mean key + value size of up to ``sample`` records from the tail of each partition.
+
+    Reads by assignment and commits nothing, so no consumer group is created. None when
+    the topics hold no records (or none could be read).
+    """
+    from confluent_kafka import Consumer
+
+    conf: dict[str, Any] = {
+        **(options or {}),
+        "bootstrap.servers": bootstrap,
+        "group.id": "eventlake-size-probe",
+        "enable.auto.commit": False,
+    }
+    consumer = Consumer(conf)
+    try:
+        wanted: list[TopicPartition] = []
+        ends: dict[tuple[str, int], int] = {}
+        for topic in topics:
+            meta = consumer.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+            for p in meta.partitions if meta is not None and meta.error is None else {}:
+                try:
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout)
+                except KafkaException:  # e.g. a leader moving: size from the other partitions
+                    continue
+                if high > low:
+                    wanted.append(TopicPartition(topic, p, max(low, high - sample)))
+                    ends[(topic, p)] = high
+        if not wanted:
+            return None
+        consumer.assign(wanted)
+        total = count = 0
+        deadline = time.monotonic() + timeout
+
+        def at_end() -> bool:  # by position: compaction and transaction markers leave gaps
+            return all(
+                tp.offset >= ends[(tp.topic, tp.partition)] for tp in consumer.position(wanted)
+            )
+
+        while not at_end() and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=500, timeout=0.2):
+                if msg.error() is None:
+                    total += len(msg.key() or b"") + len(msg.value() or b"")
+                    count += 1
+        return total / count if count else None
+    finally:
+        consumer.close()

@@ -157,9 +157,11 @@ def build_plan(
     for spec, lvl, ups in dependency_order(pipeline):
         config = configs[spec.name]
         where = f"flow '{spec.query_name}'"
+        flow_trigger = trigger or spec.trigger or config.params.trigger
         try:
-            streams = {r: i.read(FlowContext.of(config, spark)) for r, i in spec.inputs}
-            ctx = FlowContext.of(config, spark, streams)
+            bare = FlowContext.of(config, spark, trigger=flow_trigger)
+            streams = {r: i.read(bare) for r, i in spec.inputs}
+            ctx = FlowContext.of(config, spark, streams, flow_trigger)
             df = spec.transform(ctx, spec.input.read(ctx))
             if not getattr(df, "isStreaming", False):
                 raise EventlakeError(
@@ -178,7 +180,7 @@ def build_plan(
             spec=spec,
             ctx=ctx,
             df=df,
-            trigger=trigger or spec.trigger or config.params.trigger,
+            trigger=flow_trigger,
             level=lvl,
             upstream=ups,
         )

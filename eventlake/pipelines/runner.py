@@ -23,7 +23,7 @@ from eventlake.kafka.admin import list_topics
 from eventlake.monitoring import FlowTotals, ProgressListener
 from eventlake.pipelines.api import Pipeline
 from eventlake.pipelines.plan import Plan, PlannedFlow
-from eventlake.triggers import CONTINUOUS, ONCE, is_finite
+from eventlake.triggers import ONCE, is_finite, is_micro_batch
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
@@ -147,7 +147,7 @@ class PipelineRunner:
         is the same batch the next start would replay, done now instead.
         """
         for flow in self.plan.flows:
-            if flow.query_name not in self.queries or flow.trigger == CONTINUOUS:
+            if flow.query_name not in self.queries or not is_micro_batch(flow.trigger):
                 continue
             if CheckpointLog(flow.checkpoint).in_flight is None:
                 continue
@@ -188,7 +188,12 @@ class PipelineRunner:
             stop.wait(POLL_SECONDS)
 
     def stop_all(self, *, graceful: bool = False) -> None:
-        stop_queries(list(self.queries.values()), graceful=graceful)
+        # A real-time or continuous "batch" lasts its whole checkpoint interval: those stop
+        # at once, and their Kafka outputs re-send the uncommitted part (at-least-once).
+        streaming = {f.query_name for f in self.plan.flows if not is_micro_batch(f.trigger)}
+        queries = [(name in streaming, q) for name, q in self.queries.items()]
+        stop_queries([q for s, q in queries if not s], graceful=graceful)
+        stop_queries([q for s, q in queries if s])
 
 
 def stop_queries(

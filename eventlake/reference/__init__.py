@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from eventlake.reference import ads, clickstream, orders, sensors, users
+from eventlake.reference import ads, alerts, clickstream, orders, sensors, users
 
-__all__ = ["ads", "clickstream", "orders", "sensors", "users"]
+__all__ = ["ads", "alerts", "clickstream", "orders", "sensors", "users"]

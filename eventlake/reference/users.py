@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from eventlake.connectors.delta import DeltaInput, DeltaOutput, MergeDelta, ToDelta
 from eventlake.connectors.fanout import FanOut
 from eventlake.connectors.kafka import KafkaInput, ToKafka, kafka_records
@@ -44,9 +46,9 @@ if TYPE_CHECKING:
 
 
 class UsersParams(PipelineParams):
-    topic: str | None = "users_cdc"
-    postgres_table: str = "users"
-    state_topic: str = "users_state"
+    topic: str | None = Field(default="users_cdc", description="Debezium change events.")
+    postgres_table: str = Field(default="users", description="Upsert target in PostgreSQL.")
+    state_topic: str = Field(default="users_state", description="Compacted latest-state topic.")
 
 
 users = Pipeline(

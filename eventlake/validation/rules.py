@@ -126,6 +126,24 @@ def _continuous(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
         )
 
 
+@rule("EL-V010")
+def _real_time(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
+    if "realTime" not in _trigger(flow):
+        return
+    stateful = {n.name for n in tree.walk() if n.name in STATEFUL and n.streaming}
+    stateful |= {
+        "stream-stream Join"
+        for j in tree.find("Join")
+        if len(j.children) == 2 and all(c.streaming for c in j.children)
+    }
+    if stateful:
+        yield Issue(f"uses the real-time trigger with {', '.join(sorted(stateful))}")
+    if not all(isinstance(i, KafkaInput) for i in flow.spec.all_inputs()):
+        yield Issue("uses the real-time trigger with an input other than Kafka")
+    if not isinstance(flow.spec.output, KafkaOutput):
+        yield Issue(f"uses the real-time trigger with output {flow.spec.output.describe(flow.ctx)}")
+
+
 @rule("EL-V006")
 def _foreign_checkpoint(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
     folder = flow.checkpoint

@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
+from eventlake.connectors.kafka import auto_max_offsets
 from eventlake.context import FlowContext
 from eventlake.kafka import produce, topic_offsets
 from eventlake.pipelines import Pipeline
@@ -94,3 +95,32 @@ def test_session_uses_jars_by_path_not_packages(spark: SparkSession) -> None:
         spark.conf.get("spark.sql.streaming.stateStore.providerClass")
         == "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
     )
+
+
+def _batches(root: Path, bootstrap: str, **params: object) -> tuple[int, int]:
+    """One available-now run of the bronze flow: (batches with rows, rows)."""
+    result = run_available_now(ingest, settings_for(root, bootstrap, ingest=params))
+    totals = result.flows["ingest.bronze"]
+    return totals.batches, totals.input_rows
+
+
+def test_auto_batch_size_follows_record_bytes(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """``max_offsets_per_trigger: auto`` (the default) sizes a batch as
+    ``max_bytes_per_trigger`` over the topic's key + value bytes plus 64 per row."""
+    topic = make_topic(partitions=3)
+    # Key "k0000" (5 bytes) + value of 195 bytes: 200 bytes a record, 264 with the overhead.
+    produce(bootstrap, topic, ((f"k{i % 10_000:04d}", "v" * 195) for i in range(12_000)))
+    flow = ingest.configs(settings_for(tmp_path, bootstrap, ingest={"topic": topic}))["bronze"]
+    assert auto_max_offsets(flow, [topic]) == (256 * 1024 * 1024) // 264
+
+    # The default bound takes the whole 12,000-record backlog in one batch...
+    assert _batches(tmp_path / "auto", bootstrap, topic=topic) == (1, 12_000)
+    # ... the old default of 10,000 offsets cut it in two...
+    assert (
+        _batches(tmp_path / "fixed", bootstrap, topic=topic, max_offsets_per_trigger=10_000)[0] == 2
+    )
+    # ... and a byte budget of 5,000 such records bounds each batch to 5,000: three batches.
+    budget = {"topic": topic, "max_bytes_per_trigger": 5_000 * 264}
+    assert _batches(tmp_path / "bytes", bootstrap, **budget) == (3, 12_000)

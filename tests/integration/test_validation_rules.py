@@ -142,6 +142,27 @@ def test_v004_continuous_with_state_and_a_delta_sink(spark: SparkSession, tmp_pa
     refused_before_start(spark, tmp_path, report, "processing-time")
 
 
+def test_v010_real_time_with_state_a_rate_input_and_a_delta_sink(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    def dedup(c: Any, df: DataFrame) -> DataFrame:
+        return wm(df).dropDuplicatesWithinWatermark(["value"])
+
+    report = check(spark, tmp_path, dedup, sink=DeltaOutput("s", "t"), trigger="real-time")
+    assert codes(report) == ["EL-V010"] * 3
+    whats = " ".join(f.what for f in report.findings)
+    assert "DeduplicateWithinWatermark" in whats
+    assert "input other than Kafka" in whats
+    assert "delta:" in whats
+    refused_before_start(spark, tmp_path, report, "processing-time trigger")
+    # Stateless Kafka -> Kafka is what real-time mode runs: no finding.
+    clean = check(
+        spark, tmp_path / "ok", lambda c, df: df.select("key", "value"),
+        source=KafkaInput(), sink=KafkaOutput("topic"), trigger="real-time:2 seconds",
+    )  # fmt: skip
+    assert codes(clean) == []
+
+
 def test_v005_slide_larger_than_window(spark: SparkSession, tmp_path: Path) -> None:
     def sliding(c: Any, df: DataFrame) -> DataFrame:
         return wm(df).groupBy(F.window("timestamp", "10 minutes", "20 minutes")).count()

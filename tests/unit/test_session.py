@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from eventlake.config import SparkSettings
-from eventlake.session import ROCKSDB_PROVIDER, spark_conf
+from eventlake.session import ROCKSDB_PROVIDER, local_cores, spark_conf
 
 JARS = [Path("/j/delta.jar"), Path("/j/kafka.jar")]
 
@@ -15,7 +16,7 @@ def test_local_defaults() -> None:
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
     assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
-    assert conf["spark.sql.shuffle.partitions"] == "4"
+    assert conf["spark.sql.shuffle.partitions"] == str(len(os.sched_getaffinity(0)))
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert "spark.jars.packages" not in conf
 
@@ -28,3 +29,11 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert conf["spark.master"] == "spark://head:7077"
     assert "spark.sql.shuffle.partitions" not in conf
     assert conf["spark.sql.session.timeZone"] == "CET"
+
+
+def test_local_cores_follow_the_master() -> None:
+    assert local_cores("local") == 1
+    assert local_cores("local[3]") == 3
+    assert local_cores("local[2,4]") == 2
+    assert local_cores("local[*]") == len(os.sched_getaffinity(0))
+    assert spark_conf(SparkSettings(master="local[3]"), JARS)["spark.sql.shuffle.partitions"] == "3"

@@ -4,7 +4,7 @@ import pytest
 
 from eventlake.durations import duration_ms, parse_duration
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.triggers import parse_trigger
+from eventlake.triggers import is_finite, is_micro_batch, is_real_time, parse_trigger
 
 
 @pytest.mark.parametrize(
@@ -18,6 +18,8 @@ from eventlake.triggers import parse_trigger
         ("2 minutes", {"processingTime": "2 minutes"}),
         ("continuous", {"continuous": "1 second"}),
         ("continuous:5 seconds", {"continuous": "5 seconds"}),
+        ("real-time", {"realTime": "1 minute"}),
+        ("real-time:30s", {"realTime": "30 seconds"}),
     ],
 )
 def test_parse(spec: str, expected: dict[str, object]) -> None:
@@ -58,3 +60,11 @@ def test_unknown_duration_is_an_error() -> None:
         assert "--late-delay" in info.value.what
     with pytest.raises(EventlakeError, match="whole number"):
         parse_duration("1.5 hours", whole=True)
+
+
+def test_trigger_kinds() -> None:
+    assert is_real_time("real-time:1 minute")
+    assert not is_real_time("10 seconds")
+    kinds = ("10 seconds", "available-now", "continuous", "real-time")
+    assert [is_micro_batch(t) for t in kinds] == [True, True, False, False]
+    assert not is_finite("real-time")

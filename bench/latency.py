@@ -1,0 +1,351 @@
+"""Produce -> visible in Delta latency, at half the sustainable rate.
+
+Two flows of one pipeline run continuously (trigger ``0 seconds``: a batch starts as soon
+as the last ends) while a producer sends events at a steady rate, their event time the
+wall clock:
+
+- ``bronze``: every record as received. Latency of a row: the moment delta-rs first
+  sees it in the table minus its Kafka producer timestamp.
+- ``windows``: counts per user in 2-second tumbling windows, watermark 0. A window can
+  be written at the earliest when an event past its end arrives; its latency is the moment
+  it is visible minus that earliest moment (window end).
+
+The sustainable rate is the bronze flow's catch-up rate over a 200,000-record backlog
+(available-now, the shipped defaults); the measurement runs at half of it.
+
+``python -m bench.latency BOOTSTRAP ROOT`` prints one JSON line; :func:`measure_latency`
+runs it in a fresh process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eventlake.connectors.delta import DeltaOutput
+from eventlake.connectors.kafka import KafkaInput, kafka_records
+from eventlake.pipelines import Pipeline
+from eventlake.transforms.windows import flatten_window, windowed
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from eventlake.pipelines import FlowContext
+
+BACKLOG = 200_000
+SECONDS = 60
+WINDOW = "2 seconds"
+REAL_TIME_RATE = 500
+
+latency = Pipeline("latency", description="bronze and 2-second windows, for latency")
+
+
+@latency.flow(input=KafkaInput(), output=DeltaOutput("bronze", "events"))
+def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Every record as received."""
+    return kafka_records(df)
+
+
+@latency.flow(input=KafkaInput(), output=DeltaOutput("gold", "windows"))
+def windows(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Events per user in 2-second windows, written when the watermark passes the end."""
+    from pyspark.sql import functions as F
+
+    from bench.golden import SCHEMA
+
+    events = df.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("d")).select("d.*")
+    counts = windowed(events, "event_time", "0 seconds", WINDOW, "user_id")
+    return flatten_window(counts.agg(F.count("*").alias("events")))
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    values = sorted(values)
+    if not values:
+        return {"count": 0}
+    q = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else values * 99
+    return {"count": len(values), "p50": round(q[49], 3), "p99": round(q[98], 3),
+            "max": round(values[-1], 3)}  # fmt: skip
+
+
+def _event(i: int, now: datetime) -> tuple[str, str]:
+    user = f"u{i % 50:04d}"
+    ts = now.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return user, json.dumps({"user_id": user, "event_id": f"l{i}", "event_type": "click",
+                             "page": "/", "event_time": ts})  # fmt: skip
+
+
+class Watcher(threading.Thread):
+    """Polls a Delta table with delta-rs; records when each new version became visible."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.versions: list[tuple[int, float]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        from deltalake import DeltaTable
+
+        table: DeltaTable | None = None
+        seen = -1
+        while not self.done.is_set():
+            try:
+                if table is None:
+                    table = DeltaTable(str(self.path))
+                else:
+                    table.update_incremental()
+                version = table.version()
+                if version > seen:
+                    self.versions.extend((v, time.time()) for v in range(seen + 1, version + 1))
+                    seen = version
+            except Exception:  # the table does not exist yet
+                table = None
+            time.sleep(0.02)
+
+
+def _rows_by_version(path: Path, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
+    """Each version's appended rows, read version by version with delta-rs."""
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(path))
+    out: dict[int, list[dict[str, Any]]] = {}
+    known: set[str] = set()
+    for version in range(table.version() + 1):
+        table.load_as_version(version)
+        files = set(table.file_uris())
+        new = files - known
+        known = files
+        out[version] = [
+            row for f in sorted(new) for row in pq.read_table(f, columns=columns).to_pylist()
+        ]
+    return out
+
+
+def _run(
+    bootstrap: str, root: Path, backlog_n: int = BACKLOG, seconds: int = SECONDS
+) -> dict[str, Any]:
+    from bench.golden import events
+    from eventlake.config.loader import settings_from_dict
+    from eventlake.kafka import create_topic, produce
+    from eventlake.run import run_pipeline
+    from eventlake.session import get_spark
+
+    def settings(topic: str, name: str) -> Any:
+        return settings_from_dict({
+            "kafka": {"bootstrap_servers": bootstrap},
+            "lake": {"root": str(root / name / "lake")},
+            "checkpoints": {"root": str(root / name / "checkpoints")},
+            "pipelines": {"latency": {"topic": topic}},
+        })  # fmt: skip
+
+    # 1. The sustainable rate: the bronze flow catching up a backlog with the defaults.
+    backlog = "latency-backlog"
+    create_topic(bootstrap, backlog, partitions=3)
+    produce(bootstrap, backlog, ((k, v) for k, v, _ in events(backlog_n, seed=3)))
+    get_spark(settings(backlog, "backlog"))  # the session's start is not the flow's rate
+    t0 = time.perf_counter()
+    run_pipeline(latency, settings(backlog, "backlog"), trigger="available-now", flows=["bronze"])
+    sustainable = backlog_n / (time.perf_counter() - t0)
+    rate = sustainable / 2
+
+    # 2. Each flow alone, a producer at half that rate for ``seconds``.
+    lat = {flow: _live(flow, bootstrap, settings, rate, seconds) for flow in ("bronze", "windows")}
+    # 3. Real-time mode, Kafka -> Kafka: the shipped alerts pipeline.
+    lat["real_time"] = _real_time(bootstrap, root, REAL_TIME_RATE, seconds)
+    return {
+        "sustainable_rows_per_second": round(sustainable),
+        "rate": round(rate),
+        "seconds": seconds,
+        "bronze": _percentiles(lat["bronze"]),
+        "windows": _percentiles(lat["windows"]),
+        "real_time_rate": REAL_TIME_RATE,
+        "real_time": _percentiles(lat["real_time"]),
+    }
+
+
+def _live(flow: str, bootstrap: str, settings: Any, rate: float, seconds: int) -> list[float]:
+    """Latencies (s) of ``flow`` running alone while events are produced at ``rate``."""
+    from eventlake.kafka import create_topic, produce
+    from eventlake.run import run_pipeline
+
+    topic = f"latency-{flow}"
+    create_topic(bootstrap, topic, partitions=3)
+    live = settings(topic, flow)
+    path = live.lake.table_path(
+        *(("bronze", "events") if flow == "bronze" else ("gold", "windows"))
+    )
+    watcher = Watcher(path)
+    watcher.start()
+    stop = threading.Event()
+    runner = threading.Thread(
+        target=run_pipeline,
+        args=(latency, live),
+        kwargs={"trigger": "0 seconds", "stop": stop, "flows": [flow]},
+    )
+    runner.start()
+    # The query starts and takes its first (slow) batches before the measurement.
+    produce(bootstrap, topic, [_event(-1, datetime.now(UTC))])
+    deadline = time.time() + 120
+    while len(watcher.versions) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(5)
+    start = time.time()
+
+    def paced() -> Any:
+        i = 0
+        while (now := time.time()) < start + seconds:
+            due = start + i / rate
+            if due > now:
+                time.sleep(due - now)
+            yield _event(i, datetime.now(UTC))
+            i += 1
+
+    produce(bootstrap, topic, paced())
+    # An event past every window's end closes the last ones; then wait for them.
+    time.sleep(3)
+    produce(bootstrap, topic, [_event(10**9, datetime.now(UTC) + timedelta(seconds=2))])
+    time.sleep(10)
+    stop.set()
+    runner.join()
+    watcher.done.set()
+    watcher.join()
+    visible = dict(watcher.versions)
+    rows = _rows_by_version(path, ["kafka_timestamp" if flow == "bronze" else "window_end"])
+    if flow == "bronze":
+        return [
+            visible[v] - r["kafka_timestamp"].timestamp()
+            for v, batch in rows.items()
+            for r in batch
+            if v in visible and r["kafka_timestamp"].timestamp() >= start
+        ]
+    ends = [
+        (v, r["window_end"].replace(tzinfo=UTC).timestamp()) for v, b in rows.items() for r in b
+    ]
+    return [
+        visible[v] - end for v, end in ends if v in visible and start + 2 <= end <= start + seconds
+    ]
+
+
+def _real_time(bootstrap: str, root: Path, rate: float, seconds: int) -> list[float]:
+    """Latencies (s) from producing an order over the threshold to consuming its alert,
+    with the alerts pipeline in real-time mode (one input partition)."""
+    from confluent_kafka import Consumer, Producer
+
+    from eventlake.config.loader import settings_from_dict
+    from eventlake.kafka import create_topic, produce
+    from eventlake.run import run_pipeline
+
+    orders, alerts = "rt-orders", "rt-alerts"
+    create_topic(bootstrap, orders, partitions=1)
+    create_topic(bootstrap, alerts, partitions=1)
+    settings = settings_from_dict({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "lake": {"root": str(root / "rt" / "lake")},
+        "checkpoints": {"root": str(root / "rt" / "checkpoints")},
+        "pipelines": {"alerts": {"topic": orders, "alerts_topic": alerts, "threshold": 0}},
+    })  # fmt: skip
+    stop = threading.Event()
+    runner = threading.Thread(target=run_pipeline, args=("alerts", settings), kwargs={"stop": stop})
+    runner.start()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "rt-bench",
+                         "auto.offset.reset": "earliest", "fetch.wait.max.ms": 5})  # fmt: skip
+    consumer.subscribe([alerts])
+    latencies: list[float] = []
+    warm_until = 0.0
+
+    def order(i: int) -> tuple[str, str]:
+        return f"o{i}", json.dumps({"order_id": f"o{i}", "amount": 1, "sent_at": time.time()})
+
+    def drain(timeout: float) -> None:
+        for msg in consumer.consume(num_messages=1000, timeout=timeout):
+            if msg.error() is None:
+                sent = json.loads(msg.value())["sent_at"]
+                if sent >= warm_until:
+                    latencies.append(time.time() - sent)
+
+    # Warm up until an alert comes back, then measure.
+    deadline = time.time() + 180
+    while not latencies and time.time() < deadline:
+        produce(bootstrap, orders, [order(-1)])
+        drain(1.0)
+    warm_until = time.time()
+    latencies.clear()
+    start, i = time.time(), 0
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    while (now := time.time()) < start + seconds:
+        due = start + i / rate
+        if due > now:
+            drain(min(due - now, 0.01))
+            continue
+        producer.produce(orders, key=f"o{i}", value=order(i)[1])
+        producer.poll(0)
+        i += 1
+    producer.flush(10)
+    end = time.time() + 10
+    while len(latencies) < i and time.time() < end:
+        drain(0.2)
+    stop.set()
+    runner.join()
+    consumer.close()
+    return latencies
+
+
+def measure_latency(bootstrap: str, root: Path) -> dict[str, Any]:
+    """Run this module in a fresh process; its JSON plus a Markdown section."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.latency", bootstrap, str(root)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-3:]
+        return {"error": tail, "markdown": ["## Latency", "", f"failed: {' / '.join(tail)}"]}
+    r: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    b, w, rt = r["bronze"], r["windows"], r["real_time"]
+    r["markdown"] = [
+        "## Latency: produce -> visible in Delta (delta-rs), seconds",
+        "",
+        f"{r['rate']} events/s for {r['seconds']} s: half the sustainable "
+        f"{r['sustainable_rows_per_second']} rows/s (bronze catch-up, shipped defaults); "
+        "trigger `0 seconds`.",
+        "",
+        "| flow | rows | p50 | p99 | max |",
+        "|---|---|---|---|---|",
+        f"| bronze (stateless) | {b.get('count')} | {b.get('p50')} | {b.get('p99')} "
+        f"| {b.get('max')} |",
+        f"| 2-second windows, from window end | {w.get('count')} | {w.get('p50')} | "
+        f"{w.get('p99')} | {w.get('max')} |",
+        "",
+        f"Real-time mode, Kafka -> Kafka (the `alerts` pipeline, {r['real_time_rate']} "
+        "orders/s, one partition): produce -> consumed by a plain consumer, seconds:",
+        "",
+        "| flow | rows | p50 | p99 | max |",
+        "|---|---|---|---|---|",
+        f"| alerts.big_orders (real-time) | {rt.get('count')} | {rt.get('p50')} | "
+        f"{rt.get('p99')} | {rt.get('max')} |",
+    ]
+    return r
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bootstrap")
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--backlog", type=int, default=BACKLOG)
+    parser.add_argument("--seconds", type=int, default=SECONDS)
+    args = parser.parse_args()
+    print(json.dumps(_run(args.bootstrap, args.root, args.backlog, args.seconds)))
+
+
+if __name__ == "__main__":
+    main()
