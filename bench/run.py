@@ -254,7 +254,9 @@ def markdown(results: dict[str, Any]) -> str:
         f"{results['at']}: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB, "
         f"Python {m['python']}. Seed 002's golden query over {results['events']:,} JSON "
         "events preloaded in a 3-partition topic of the embedded broker; each system in its "
-        "own process, from process start to exit.",
+        "own process. Whole process: from process start to exit (JVM start included). "
+        "Query: from the engine up (SparkSession, Flink's TableEnvironment; Quix: the "
+        "Application) to the last result written.",
         "",
         "| system | setting | whole process (s) | query (s) | batches | rows in | rows out "
         "| closed windows | output |",

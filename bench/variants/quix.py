@@ -25,7 +25,6 @@ def event_time(value: Any, headers: Any, timestamp: float, timestamp_type: Any) 
 
 def main() -> None:
     bootstrap, topic_name, out = sys.argv[1], sys.argv[2], sys.argv[3]
-    t0 = time.perf_counter()
     app = Application(
         broker_address=bootstrap,
         consumer_group=f"quix-bench-{uuid.uuid4().hex[:8]}",
@@ -33,6 +32,7 @@ def main() -> None:
         state_dir=f"{out}/state",
         loglevel=logging.WARNING,
     )
+    t0 = time.perf_counter()
     topic = app.topic(topic_name, value_deserializer="json", timestamp_extractor=event_time)
     rows: list[dict[str, Any]] = []
     seen = 0

@@ -152,7 +152,10 @@ def run(
         typer.Option(
             "--trigger",
             "-t",
-            help="available-now | once | '10 seconds' | continuous (default: from config).",
+            help=(
+                "available-now | once | '10 seconds' | real-time[:interval] | continuous "
+                "(default: from config)."
+            ),
         ),
     ] = None,
     module: ModuleOpt = None,

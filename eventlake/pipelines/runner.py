@@ -169,15 +169,8 @@ class PipelineRunner:
             if q.lastProgress is not None
         }
 
-        def drained() -> bool:
-            totals = self.listener.snapshot()
-            return all(
-                name in totals and (totals[name].last_batch_id or -1) >= batch
-                for name, batch in last.items()
-            )
-
         deadline = time.monotonic() + timeout
-        while not drained() and time.monotonic() < deadline:
+        while not caught_up(last, self.listener.snapshot()) and time.monotonic() < deadline:
             time.sleep(0.05)
 
     def _wait(self, done: Callable[[], bool], stop: threading.Event) -> None:
@@ -194,6 +187,16 @@ class PipelineRunner:
         queries = [(name in streaming, q) for name, q in self.queries.items()]
         stop_queries([q for s, q in queries if not s], graceful=graceful)
         stop_queries([q for s, q in queries if s])
+
+
+def caught_up(last: dict[str, int], totals: dict[str, FlowTotals]) -> bool:
+    """Whether the listener has seen each query's ``last`` batch id (batch 0 included)."""
+
+    def seen(name: str) -> int:
+        batch = totals[name].last_batch_id if name in totals else None
+        return -1 if batch is None else batch
+
+    return all(seen(name) >= batch for name, batch in last.items())
 
 
 def stop_queries(
