@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
@@ -72,6 +73,9 @@ def test_10k_events_land_exactly_once(
         zip(arrow.column("partition").to_pylist(), arrow.column("offset").to_pylist(), strict=True)
     )
     assert pairs == sorted((p, o) for p, end in ends.items() for o in range(end))
+
+    # Tables eventlake creates checkpoint their log every 100 commits, not Delta's 10.
+    assert DeltaTable(str(table)).metadata().configuration["delta.checkpointInterval"] == "100"
 
     # Restarting on the same checkpoint with no new input writes nothing.
     version = delta_version(table)

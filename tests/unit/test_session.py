@@ -18,6 +18,7 @@ def test_local_defaults() -> None:
     assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
     assert conf["spark.sql.shuffle.partitions"] == str(len(os.sched_getaffinity(0)))
     assert conf["spark.sql.session.timeZone"] == "UTC"
+    assert conf["spark.databricks.delta.properties.defaults.checkpointInterval"] == "100"
     assert "spark.jars.packages" not in conf
 
 
