@@ -24,7 +24,6 @@ from eventlake.connectors.delta import DeltaOutput
 from eventlake.connectors.kafka import KafkaInput, kafka_records
 from eventlake.monitoring import ProgressListener
 from eventlake.pipelines import Pipeline
-from eventlake.transforms.windows import flatten_window, windowed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -48,15 +47,9 @@ def stateless(ctx: FlowContext, df: DataFrame) -> DataFrame:
 @cost.flow(input=KafkaInput(), output=DeltaOutput("gold", "events_agg"))
 def stateful(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """The golden query: a watermarked sliding-window count."""
-    from pyspark.sql import functions as F
+    from bench.golden import golden_counts
 
-    from bench.golden import SCHEMA
-
-    events = df.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("d")).select("d.*")
-    counts = windowed(
-        events, "event_time", "10 minutes", "10 minutes", "user_id", slide="5 minutes"
-    )
-    return flatten_window(counts.agg(F.count("*").alias("events")))
+    return golden_counts(df)
 
 
 def _run(bootstrap: str, root: Path, overrides: list[str]) -> dict[str, Any]:

@@ -34,16 +34,27 @@ SLIDE = timedelta(minutes=5)
 golden = Pipeline("golden", description="Seed 002: JSON -> 10-min windows sliding 5 min -> Delta")
 
 
+def parsed(df: DataFrame) -> DataFrame:
+    """The events of Kafka rows, parsed with ``from_json`` (as seed 002 writes it)."""
+    from pyspark.sql import functions as F
+
+    return df.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("d")).select("d.*")
+
+
+def golden_counts(df: DataFrame) -> DataFrame:
+    """The golden query on Kafka rows: events per user and 10-minute window sliding 5."""
+    from pyspark.sql import functions as F
+
+    counts = windowed(
+        parsed(df), "event_time", "10 minutes", "10 minutes", "user_id", slide="5 minutes"
+    )
+    return flatten_window(counts.agg(F.count("*").alias("events")))
+
+
 @golden.flow(input=KafkaInput(), output=DeltaOutput("gold", "events_agg"))
 def events_agg(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Events per user and sliding window, each written once, when the watermark passes it."""
-    from pyspark.sql import functions as F
-
-    events = df.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("d")).select("d.*")
-    counts = windowed(
-        events, "event_time", "10 minutes", "10 minutes", "user_id", slide="5 minutes"
-    )
-    return flatten_window(counts.agg(F.count("*").alias("events")))
+    return golden_counts(df)
 
 
 def events(n: int, seed: int = 1) -> Iterator[tuple[str, str, datetime]]:

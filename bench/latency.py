@@ -62,10 +62,9 @@ def windows(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Events per user in 2-second windows, written when the watermark passes the end."""
     from pyspark.sql import functions as F
 
-    from bench.golden import SCHEMA
+    from bench.golden import parsed
 
-    events = df.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("d")).select("d.*")
-    counts = windowed(events, "event_time", "0 seconds", WINDOW, "user_id")
+    counts = windowed(parsed(df), "event_time", "0 seconds", WINDOW, "user_id")
     return flatten_window(counts.agg(F.count("*").alias("events")))
 
 
