@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.fresh import in_fresh_process
 from eventlake.connectors.delta import DeltaOutput
 from eventlake.connectors.kafka import KafkaInput, kafka_records
 from eventlake.monitoring import ProgressListener
@@ -113,25 +112,12 @@ def measure_batch_cost(
 ) -> dict[str, Any]:
     """Run this module in a fresh process; its JSON plus a Markdown section."""
     sets = [a for o in overrides or [] for a in ("--set", o)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.batch_cost", bootstrap, str(root), *sets],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).resolve().parents[1],
-    )
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-3:]
-        return {
-            "error": tail,
-            "markdown": [
-                "## The fixed cost of a 1,000-row micro-batch",
-                "",
-                f"failed: {' / '.join(tail)}",
-            ],
-        }
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    title = "## The fixed cost of a 1,000-row micro-batch"
+    result = in_fresh_process("bench.batch_cost", bootstrap, str(root), *sets, title=title)
+    if "error" in result:
+        return result
     lines = [
-        "## The fixed cost of a 1,000-row micro-batch",
+        title,
         "",
         f"Median over the batches after the first {WARMUP} (JVM warm-up, table creation; "
         f"{BATCHES * BATCH_ROWS:,} records at max_offsets_per_trigger={BATCH_ROWS}, "

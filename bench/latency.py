@@ -22,14 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.fresh import in_fresh_process
 from eventlake.connectors.delta import DeltaOutput
 from eventlake.connectors.kafka import KafkaInput, kafka_records
 from eventlake.pipelines import Pipeline
@@ -304,19 +303,13 @@ def _real_time(bootstrap: str, root: Path, rate: float, seconds: int) -> list[fl
 
 def measure_latency(bootstrap: str, root: Path) -> dict[str, Any]:
     """Run this module in a fresh process; its JSON plus a Markdown section."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.latency", bootstrap, str(root)],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).resolve().parents[1],
-    )
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-3:]
-        return {"error": tail, "markdown": ["## Latency", "", f"failed: {' / '.join(tail)}"]}
-    r: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    title = "## Latency: produce -> visible in Delta (delta-rs), seconds"
+    r = in_fresh_process("bench.latency", bootstrap, str(root), title=title)
+    if "error" in r:
+        return r
     b, w, rt = r["bronze"], r["windows"], r["real_time"]
     r["markdown"] = [
-        "## Latency: produce -> visible in Delta (delta-rs), seconds",
+        title,
         "",
         f"{r['rate']} events/s for {r['seconds']} s: half the sustainable "
         f"{r['sustainable_rows_per_second']} rows/s (bronze catch-up, shipped defaults); "

@@ -183,10 +183,9 @@ class PipelineRunner:
     def stop_all(self, *, graceful: bool = False) -> None:
         # A real-time or continuous "batch" lasts its whole checkpoint interval: those stop
         # at once, and their Kafka outputs re-send the uncommitted part (at-least-once).
-        streaming = {f.query_name for f in self.plan.flows if not is_micro_batch(f.trigger)}
-        queries = [(name in streaming, q) for name, q in self.queries.items()]
-        stop_queries([q for s, q in queries if not s], graceful=graceful)
-        stop_queries([q for s, q in queries if s])
+        batched = {f.query_name for f in self.plan.flows if is_micro_batch(f.trigger)}
+        stop_queries([q for n, q in self.queries.items() if n in batched], graceful=graceful)
+        stop_queries([q for n, q in self.queries.items() if n not in batched])
 
 
 def caught_up(last: dict[str, int], totals: dict[str, FlowTotals]) -> bool:

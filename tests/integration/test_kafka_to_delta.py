@@ -30,12 +30,16 @@ def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
     return kafka_records(df)
 
 
-def _run_bronze(root: Path, bootstrap: str, topic: str) -> int:
-    """One available-now run; the rows it read."""
-    params = {"topic": topic, "max_offsets_per_trigger": 4_000}
+def _run_bronze(root: Path, bootstrap: str, **params: object) -> tuple[int, int]:
+    """One available-now run of the bronze flow: (batches with rows, rows read)."""
     result = run_available_now(ingest, settings_for(root, bootstrap, ingest=params))
     totals = result.flows.get("ingest.bronze")  # no batch ran: no progress, no totals
-    return totals.input_rows if totals else 0
+    return (totals.batches, totals.input_rows) if totals else (0, 0)
+
+
+def _rows_read(root: Path, bootstrap: str, topic: str) -> int:
+    """The rows one available-now run of at most 4,000 offsets a batch read."""
+    return _run_bronze(root, bootstrap, topic=topic, max_offsets_per_trigger=4_000)[1]
 
 
 def test_10k_events_land_exactly_once(
@@ -52,7 +56,7 @@ def test_10k_events_land_exactly_once(
     root = lake.parent
     table = root / "lake" / "bronze" / "orders"
 
-    written = _run_bronze(root, bootstrap, topic)
+    written = _rows_read(root, bootstrap, topic)
     assert written == EVENTS
 
     # Spark's view.
@@ -79,13 +83,13 @@ def test_10k_events_land_exactly_once(
 
     # Restarting on the same checkpoint with no new input writes nothing.
     version = delta_version(table)
-    assert _run_bronze(root, bootstrap, topic) == 0
+    assert _rows_read(root, bootstrap, topic) == 0
     assert read_delta(table).num_rows == EVENTS
     assert delta_version(table) == version
 
     # New input after the restart: exactly the new records are added.
     produce(bootstrap, topic, ((f"n-{i}", json.dumps({"order_id": f"n-{i}"})) for i in range(25)))
-    assert _run_bronze(root, bootstrap, topic) == 25
+    assert _rows_read(root, bootstrap, topic) == 25
     assert read_delta(table).num_rows == EVENTS + 25
 
 
@@ -101,13 +105,6 @@ def test_session_uses_jars_by_path_not_packages(spark: SparkSession) -> None:
     )
 
 
-def _batches(root: Path, bootstrap: str, **params: object) -> tuple[int, int]:
-    """One available-now run of the bronze flow: (batches with rows, rows)."""
-    result = run_available_now(ingest, settings_for(root, bootstrap, ingest=params))
-    totals = result.flows["ingest.bronze"]
-    return totals.batches, totals.input_rows
-
-
 def test_auto_batch_size_follows_record_bytes(
     bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
@@ -120,11 +117,12 @@ def test_auto_batch_size_follows_record_bytes(
     assert auto_max_offsets(flow, [topic]) == (256 * 1024 * 1024) // 264
 
     # The default bound takes the whole 12,000-record backlog in one batch...
-    assert _batches(tmp_path / "auto", bootstrap, topic=topic) == (1, 12_000)
+    assert _run_bronze(tmp_path / "auto", bootstrap, topic=topic) == (1, 12_000)
     # ... the old default of 10,000 offsets cut it in two...
     assert (
-        _batches(tmp_path / "fixed", bootstrap, topic=topic, max_offsets_per_trigger=10_000)[0] == 2
+        _run_bronze(tmp_path / "fixed", bootstrap, topic=topic, max_offsets_per_trigger=10_000)[0]
+        == 2
     )
     # ... and a byte budget of 5,000 such records bounds each batch to 5,000: three batches.
     budget = {"topic": topic, "max_bytes_per_trigger": 5_000 * 264}
-    assert _batches(tmp_path / "bytes", bootstrap, **budget) == (3, 12_000)
+    assert _run_bronze(tmp_path / "bytes", bootstrap, **budget) == (3, 12_000)
