@@ -12,7 +12,7 @@ VENV_STAMP := $(VENV)/.eventlake-installed
 SPARK_JARS_STAMP := $(JARS)/spark/.resolved
 BROKER_JARS_STAMP := $(JARS)/kafka-broker/.resolved
 
-.PHONY: all install jars postgres demo test unit integration lint bench clean distclean
+.PHONY: all install jars postgres test-tools demo test unit integration lint bench clean distclean
 
 all: test
 
@@ -41,6 +41,10 @@ $(BROKER_JARS_STAMP): jvm/kafka-broker/pom.xml
 postgres:
 	bash scripts/ensure-postgres.sh
 
+# Debian's promtool (alert rules) and chromium (dashboard test), only when missing.
+test-tools:
+	bash scripts/ensure-test-tools.sh
+
 demo: install jars postgres
 	$(BIN)/eventlake demo
 
@@ -49,13 +53,13 @@ lint: install
 	$(BIN)/ruff format --check eventlake tests bench
 	$(BIN)/mypy
 
-test: install jars postgres lint
+test: install jars postgres test-tools lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-unit: install jars
+unit: install jars test-tools
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
-integration: install jars postgres
+integration: install jars postgres test-tools
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
 # Bench only: PyFlink and Quix Streams in their own venv, Flink's Kafka SQL connector jar.

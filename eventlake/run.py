@@ -15,7 +15,7 @@ from eventlake.monitoring import ProgressListener
 from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import Plan, build_plan, check_flow_names
-from eventlake.pipelines.runner import RunResult, preflight_topics, run_plan
+from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topics
 from eventlake.session import get_spark
 from eventlake.validation import Report, check_pipeline, require_valid
 
@@ -35,6 +35,8 @@ def run_pipeline(
     registry: Registry | None = None,
     modules: Iterable[Path] = (),
     on_plan: OnPlan | None = None,
+    metrics_port: int | None = None,
+    on_serve: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run ``pipeline`` (a name, looked up in ``registry`` or the loaded pipelines).
 
@@ -43,6 +45,8 @@ def run_pipeline(
     production rules (any error: EL-VALIDATE-001, nothing started). Finite triggers
     (``available-now``, ``once``) return once every flow has processed its input; others
     run until ``stop`` is set. ``trigger`` overrides every flow's; ``flows`` runs a subset.
+    ``metrics_port`` (else ``metrics.port``; 0 picks a free one) serves ``/metrics``,
+    ``/api/status`` and the dashboard while the run lasts; ``on_serve`` gets its URL.
     """
     if isinstance(pipeline, str):
         registry = registry if registry is not None else load_pipelines(modules)
@@ -59,4 +63,35 @@ def run_pipeline(
         on_plan(plan, report)
     if report is not None:
         require_valid(report)
-    return run_plan(plan, stop=stop, listener=listener)
+    port = metrics_port if metrics_port is not None else settings.metrics.port
+    return run_plan(plan, stop=stop, listener=listener, metrics_port=port, on_serve=on_serve)
+
+
+def run_plan(
+    plan: Plan,
+    *,
+    stop: threading.Event | None = None,
+    listener: ProgressListener | None = None,
+    metrics_port: int | None = None,
+    on_serve: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Run ``plan`` with a progress listener and the run's monitor for its duration."""
+    from eventlake.operations.monitor import RunMonitor
+
+    spark = plan.flows[0].ctx.spark
+    own = listener is None
+    listener = listener or ProgressListener()
+    spark.streams.addListener(listener)
+    runner = PipelineRunner(plan, listener)
+    host = plan.flows[0].ctx.settings.metrics.host
+    monitor = RunMonitor(plan, listener, port=metrics_port, host=host, running=runner.active)
+    try:
+        monitor.start()
+        if monitor.url and on_serve is not None:
+            on_serve(monitor.url)
+        return runner.run(stop)
+    finally:
+        monitor.close()
+        spark.streams.removeListener(listener)
+        if own:
+            listener.close()

@@ -93,6 +93,44 @@ def _check_java() -> None:
         )
 
 
+def _start_jvm(conf: dict[str, str], log: Path) -> None:
+    """Start Spark's JVM with its stdout and stderr in ``log``, and its SparkContext.
+
+    Everything the JVM prints goes there: Spark's log4j output and the output of the Python
+    workers it starts (transformWithState's driver worker prints a line per call).
+    Errors reach users translated, at the boundary; the log keeps the detail.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._active_spark_context is not None:
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    with log.open("ab") as out:  # the JVM keeps its own descriptor
+        gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            spark_conf, popen_kwargs={"stdout": out, "stderr": out}
+        )
+    SparkContext(conf=spark_conf, gateway=gateway)
+    configure_python_logging(log)
+
+
+def configure_python_logging(log: Path) -> None:
+    """eventlake's and libraries' Python logging (warnings and up; eventlake's info too)
+    into ``log``, once per process."""
+    import logging
+
+    root = logging.getLogger()
+    if any(getattr(h, "eventlake", False) for h in root.handlers):
+        return
+    handler = logging.FileHandler(log)
+    handler.eventlake = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(min(root.level or logging.WARNING, logging.WARNING))
+    logging.getLogger("eventlake").setLevel(logging.INFO)
+
+
 def get_spark(settings: Settings | None = None) -> SparkSession:
     """Return the process's SparkSession, creating it from ``settings`` the first time."""
     from pyspark.sql import SparkSession
@@ -106,13 +144,16 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
         # Python UDFs and transformWithState run in worker processes started from
         # PYSPARK_PYTHON, "python3" on PATH by default: not this environment's packages.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        conf = spark_conf(settings.spark)
+        log = settings.log_file()
         builder = SparkSession.builder
-        for key, value in spark_conf(settings.spark).items():
+        for key, value in conf.items():
             builder = builder.config(key, value)
         try:
+            _start_jvm(conf, log)
             session = builder.getOrCreate()
         except Exception as exc:
-            raise translate(exc, context="starting Spark") from exc
+            raise translate(exc, context=f"starting Spark (its log: {log})") from exc
         session.sparkContext.setLogLevel(settings.spark.log_level)
         if SHUFFLE_PARTITIONS not in settings.spark.conf and not settings.spark.master.startswith(
             "local"

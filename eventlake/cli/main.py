@@ -11,6 +11,7 @@ from rich.console import Console
 
 from eventlake.cli.generate import generate_app
 from eventlake.cli.kafka import kafka_app
+from eventlake.cli.operations import checkpoint_app, lateness, status
 from eventlake.cli.pipelines import list_pipelines, run, validate
 from eventlake.cli.postgres import postgres_app
 from eventlake.cli.state import CliState
@@ -28,6 +29,9 @@ app.add_typer(postgres_app, name="postgres")
 app.command("list")(list_pipelines)
 app.command("run")(run)
 app.command("validate")(validate)
+app.command("status")(status)
+app.command("lateness")(lateness)
+app.add_typer(checkpoint_app, name="checkpoint")
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
@@ -51,6 +55,10 @@ def demo(
     ctx: typer.Context,
     seconds: Annotated[float, typer.Option(help="How long the generator streams.")] = 60.0,
     rate: Annotated[float, typer.Option(help="Orders per second.")] = 100.0,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option("--metrics-port", help="Serve the orders run's dashboard and /metrics."),
+    ] = None,
 ) -> None:
     """The orders pipeline live: generator, processing-time triggers, progress, summary."""
     from eventlake.cli.signals import stop_on_signals
@@ -59,7 +67,8 @@ def demo(
     state: CliState = ctx.obj
     console = Console()
     with stop_on_signals(console) as stop:
-        run_demo(state.settings(), seconds=seconds, rate=rate, stop=stop, console=console)
+        run_demo(state.settings(), seconds=seconds, rate=rate, stop=stop, console=console,
+                 metrics_port=metrics_port)  # fmt: skip
 
 
 @config_app.command("show")

@@ -160,6 +160,14 @@ def run(
     ] = None,
     module: ModuleOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            help="Serve /metrics (Prometheus), /api/status and the dashboard at / on this "
+            "port while the run lasts (default: metrics.port; 0 picks a free port).",
+        ),
+    ] = None,
 ) -> None:
     """Run a pipeline: finite triggers exit 0 when all input is processed; others run until
     SIGINT/SIGTERM, then stop every query between batches and exit 0."""
@@ -173,6 +181,7 @@ def run(
     def show(plan: Plan, report: Report | None) -> None:
         if not quiet:
             _print_plan(console, plan)
+            console.print(f"Spark and library logs: {settings.log_file()}", highlight=False)
         if report is not None:
             _print_findings(console, report)
 
@@ -181,7 +190,11 @@ def run(
         try:
             result = run_pipeline(
                 pipeline_name, settings, trigger=trigger, flows=flow, listener=listener,
-                stop=stop, registry=registry, on_plan=show,
+                stop=stop, registry=registry, on_plan=show, metrics_port=metrics_port,
+                on_serve=lambda url: console.print(
+                    f"dashboard {url}  metrics {url}metrics  status {url}api/status",
+                    highlight=False,
+                ),
             )  # fmt: skip
         finally:
             listener.close()

@@ -112,6 +112,22 @@ class PostgresSettings(_Section):
         return kwargs
 
 
+class MetricsSettings(_Section):
+    """Where a run serves ``/metrics``, ``/api/status`` and the dashboard (no port: not
+    served; ``run --metrics-port`` overrides)."""
+
+    port: int | None = Field(default=None, ge=0, le=65535)
+    #: 0.0.0.0 lets a Prometheus on another host scrape it.
+    host: str = "127.0.0.1"
+
+
+class LogSettings(_Section):
+    """Where Spark's, the JVM's and libraries' own output goes (not the console)."""
+
+    #: Default: ``logs/eventlake.log`` beside the checkpoints root.
+    file: Path | None = None
+
+
 class Settings(_Section):
     #: Marks a production config: warnings about local or temporary storage apply.
     production: bool = False
@@ -120,4 +136,10 @@ class Settings(_Section):
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
     pipelines: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def log_file(self) -> Path:
+        """The log file of Spark, the JVM and libraries."""
+        return (self.log.file or self.checkpoints.root.parent / "logs" / "eventlake.log").absolute()

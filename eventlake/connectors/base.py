@@ -73,6 +73,12 @@ class _Connector(ABC):
         """Kafka topics read or written: checked to exist before a run starts."""
         return []
 
+    def count_rows(self, flow: FlowConfig) -> dict[str, int | None]:
+        """Rows now held by each destination, by :meth:`describe` (None: not there yet).
+
+        Read without Spark (``eventlake status`` on a stopped pipeline)."""
+        return {}
+
 
 class Input(_Connector):
     """Where a flow reads: a replayable stream whose progress its checkpoint records."""
@@ -80,6 +86,10 @@ class Input(_Connector):
     @abstractmethod
     def read(self, ctx: FlowContext) -> DataFrame:
         """An unbounded DataFrame over the input."""
+
+    def read_batch(self, ctx: FlowContext) -> DataFrame:
+        """Everything the input holds now, as a batch DataFrame (``eventlake lateness``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no batch read")
 
 
 class Output(_Connector):

@@ -68,6 +68,23 @@ class _LakeTable:
     def table(self) -> TableRef:
         return (self.layer, self.name)
 
+    def count_rows(self, flow: FlowConfig) -> dict[str, int | None]:
+        return {self.describe(flow): delta_row_count(flow.table_path(self.layer, self.name))}
+
+
+def delta_row_count(path: Path) -> int | None:
+    """Rows in the Delta table's current version, from its log's file statistics (read
+    with delta-rs, no Spark); None when there is no table at ``path``."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        files = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True))
+    except TableNotFoundError:
+        return None
+    return int(pa.compute.sum(files.column("num_records")).as_py() or 0)
+
 
 @dataclass(frozen=True)
 class DeltaInput(_LakeTable, Input):
@@ -84,6 +101,9 @@ class DeltaInput(_LakeTable, Input):
         if ctx.params.max_files_per_trigger is not None:
             reader = reader.option("maxFilesPerTrigger", str(ctx.params.max_files_per_trigger))
         return reader.load(str(ctx.table_path(self.layer, self.name)))
+
+    def read_batch(self, ctx: FlowContext) -> DataFrame:
+        return ctx.spark.read.format("delta").load(str(ctx.table_path(self.layer, self.name)))
 
 
 @dataclass(frozen=True)

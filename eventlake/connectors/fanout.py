@@ -54,6 +54,9 @@ class FanOut(Output):
     def describe(self, flow: FlowConfig | None = None) -> str:
         return " + ".join(t.describe(flow) for t in self.targets)
 
+    def count_rows(self, flow: FlowConfig) -> dict[str, int | None]:
+        return {k: v for t in self.targets for k, v in t.count_rows(flow).items()}
+
     def tables(self) -> list[TableRef]:
         return [t for t in (target.table() for target in self.targets) if t is not None]
 

@@ -56,6 +56,11 @@ class KafkaInput(Input):
             opts["maxOffsetsPerTrigger"] = str(auto_max_offsets(ctx, self.topics(ctx)))
         return ctx.spark.readStream.format("kafka").options(**opts).load()
 
+    def read_batch(self, ctx: FlowContext) -> DataFrame:
+        opts = {k: v for k, v in self.options(ctx).items() if k != "maxOffsetsPerTrigger"}
+        opts.update(startingOffsets="earliest", endingOffsets="latest")
+        return ctx.spark.read.format("kafka").options(**opts).load()
+
     def describe(self, flow: FlowConfig | None = None) -> str:
         if flow is None:
             return f"kafka:{f'topics.{self.role}' if self.role else 'topic'}"
@@ -137,6 +142,14 @@ class _TopicByParam:
 
     def topics(self, flow: FlowConfig) -> list[str]:
         return [self._topic(flow)]
+
+    def count_rows(self, flow: FlowConfig) -> dict[str, int | None]:
+        from eventlake.kafka.admin import topic_records
+
+        kafka = flow.settings.kafka
+        topic = self._topic(flow)
+        count = topic_records(kafka.bootstrap_servers, topic, options=kafka.client_options())
+        return {self.describe(flow): count}
 
 
 @dataclass(frozen=True)

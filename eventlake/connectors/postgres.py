@@ -57,6 +57,19 @@ class ToPostgres(Target):
     def describe(self, flow: FlowConfig | None = None) -> str:
         return f"postgres:{self._table(flow) if flow else self.table_param}"
 
+    def count_rows(self, flow: FlowConfig) -> dict[str, int | None]:
+        import psycopg
+        from psycopg import sql
+
+        pg = flow.settings.postgres
+        name = sql.Identifier(pg.schema_name, self._table(flow))
+        try:
+            with psycopg.connect(**pg.connect_kwargs(), connect_timeout=5) as conn:
+                row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(name)).fetchone()
+        except (psycopg.errors.UndefinedTable, psycopg.OperationalError):
+            return {self.describe(flow): None}  # not created yet, or the server is down
+        return {self.describe(flow): int(row[0]) if row else None}
+
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         flow = batch.ctx
         upsert = _Upsert(

@@ -178,6 +178,28 @@ def topic_offsets(bootstrap: str, topic: str, *, timeout: float = 10.0) -> dict[
         consumer.close()
 
 
+def topic_records(
+    bootstrap: str, topic: str, *, options: Mapping[str, str] | None = None, timeout: float = 10.0
+) -> int | None:
+    """Records the topic holds now (end minus start offset, over its partitions); None
+    when the topic does not exist. Transaction markers count as records."""
+    from confluent_kafka import Consumer
+
+    conf = {**(options or {}), "bootstrap.servers": bootstrap, "group.id": "eventlake-count"}
+    consumer = Consumer(conf)
+    try:
+        meta = consumer.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return None
+        total = 0
+        for p in meta.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
 def mean_record_bytes(
     bootstrap: str,
     topics: Iterable[str],

@@ -4,13 +4,21 @@ queue; a daemon thread prints one line per batch and keeps per-flow totals."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from rich.console import Console
+
+from eventlake.monitoring.lag import Offsets, parse_kafka_offsets
+from eventlake.monitoring.observed import observed_counts
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,17 @@ class BatchProgress:
     dropped_by_watermark: int
     #: Per stateful operator: (name, state rows, state memory in bytes).
     operators: tuple[tuple[str, int, int], ...] = ()
+    #: When the batch started (Spark's progress timestamp, seconds since the epoch).
+    timestamp: float = 0.0
+    #: Where the batch ended in each Kafka input: ``{topic: {partition: next offset}}``.
+    kafka_offsets: Offsets = field(default_factory=dict)
+    #: Rows the flow handed to its output (None when not observed).
+    output_rows: int | None = None
+    quarantined_rows: int = 0
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(size for _name, _rows, size in self.operators)
 
     def state_detail(self) -> str:
         """``dedupeWithinWatermark 120 rows/48 KiB, stateStoreSave 30 rows/12 KiB``."""
@@ -54,11 +73,16 @@ class FlowTotals:
     watermark: str | None = None
     #: The largest state (rows, all operators) any batch of the run ended with.
     peak_state_rows: int = 0
+    quarantined_rows: int = 0
 
 
 def _progress(p: Any) -> BatchProgress:
     ops = list(p.stateOperators or [])
     watermark = (p.eventTime or {}).get("watermark")  # the epoch until the first event
+    kafka: Offsets = {}
+    for source in p.sources or []:
+        kafka.update(parse_kafka_offsets(source.endOffset))
+    output, quarantined = observed_counts(p.observedMetrics)
     return BatchProgress(
         query=p.name or str(p.id),
         batch_id=int(p.batchId),
@@ -72,13 +96,27 @@ def _progress(p: Any) -> BatchProgress:
         operators=tuple(
             (str(op.operatorName), int(op.numRowsTotal), int(op.memoryUsedBytes)) for op in ops
         ),
+        timestamp=epoch_seconds(p.timestamp),
+        kafka_offsets=kafka,
+        output_rows=output,
+        quarantined_rows=quarantined,
     )
+
+
+def epoch_seconds(text: str | None) -> float:
+    """Spark's ``2026-11-23T12:15:02.038Z`` as seconds since the epoch (0 if unreadable)."""
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 class ProgressListener(StreamingQueryListener):
     """Register with ``spark.streams.addListener``; call ``close()`` when done."""
 
     def __init__(self, console: Console | None = None, *, show: bool = True) -> None:
+        #: Called (on the listener's own thread) with each batch's progress.
+        self.observers: list[Callable[[BatchProgress], None]] = []
         self._queue: queue.SimpleQueue[BatchProgress | None] = queue.SimpleQueue()
         self._console = console or Console(stderr=True)
         self._show = show
@@ -117,6 +155,12 @@ class ProgressListener(StreamingQueryListener):
                 t.state_rows = item.state_rows
                 t.watermark = item.watermark
                 t.peak_state_rows = max(t.peak_state_rows, item.state_rows)
+                t.quarantined_rows += item.quarantined_rows
+            for observe in list(self.observers):
+                try:
+                    observe(item)
+                except Exception:  # monitoring never stops the progress lines
+                    log.exception("progress observer %r failed on %s", observe, item.query)
             shown = item.input_rows or item.dropped_by_watermark or (new_batch and moved)
             if self._show and shown:
                 self._console.print(item.line(), highlight=False, soft_wrap=True, markup=False)

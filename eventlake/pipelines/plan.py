@@ -17,8 +17,10 @@ from eventlake.checkpoints import Fingerprint
 from eventlake.config import Settings
 from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError, translate
+from eventlake.monitoring.observed import count_output
 from eventlake.pipelines.api import FlowSpec, Pipeline
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree
+from eventlake.triggers import is_micro_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -163,6 +165,8 @@ def build_plan(
             streams = {r: i.read(bare) for r, i in spec.inputs}
             ctx = FlowContext.of(config, spark, streams, flow_trigger)
             df = spec.transform(ctx, spec.input.read(ctx))
+            if getattr(df, "isStreaming", False) and is_micro_batch(flow_trigger):
+                df = count_output(df)
             if not getattr(df, "isStreaming", False):
                 raise EventlakeError(
                     ErrorCode.PIPELINE_INVALID,

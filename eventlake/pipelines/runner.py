@@ -180,6 +180,10 @@ class PipelineRunner:
                 return
             stop.wait(POLL_SECONDS)
 
+    def active(self) -> set[str]:
+        """Names of the queries running now."""
+        return {name for name, q in list(self.queries.items()) if q.isActive}
+
     def stop_all(self, *, graceful: bool = False) -> None:
         # A real-time or continuous "batch" lasts its whole checkpoint interval: those stop
         # at once, and their Kafka outputs re-send the uncommitted part (at-least-once).
@@ -254,22 +258,3 @@ def _await_between_batches(query: StreamingQuery, thread: Any | None, deadline: 
             if not query.status.get("isTriggerActive"):
                 return
         time.sleep(0.05)
-
-
-def run_plan(
-    plan: Plan,
-    *,
-    stop: threading.Event | None = None,
-    listener: ProgressListener | None = None,
-) -> RunResult:
-    """Run ``plan`` with a progress listener registered for the duration of the run."""
-    spark = plan.flows[0].ctx.spark
-    own = listener is None
-    listener = listener or ProgressListener()
-    spark.streams.addListener(listener)
-    try:
-        return PipelineRunner(plan, listener).run(stop)
-    finally:
-        spark.streams.removeListener(listener)
-        if own:
-            listener.close()

@@ -33,6 +33,7 @@ from eventlake.connectors.delta import DeltaInput, DeltaOutput, MergeDelta, ToDe
 from eventlake.connectors.fanout import FanOut
 from eventlake.connectors.kafka import KafkaInput, ToKafka, kafka_records
 from eventlake.connectors.postgres import ToPostgres
+from eventlake.monitoring.observed import count_quarantined
 from eventlake.pipelines import Pipeline, PipelineParams
 from eventlake.transforms import first_failure, parse_json, quarantine_rows
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON
@@ -294,4 +295,4 @@ def state_records(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) ->
 )
 def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """The bronze changes; the fan-out's targets turn each batch into their rows."""
-    return df
+    return count_quarantined(df, "reason")

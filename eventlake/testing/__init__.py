@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import queue
 import socket
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -103,3 +107,83 @@ def run_available_now(
     from eventlake.run import run_pipeline
 
     return run_pipeline(pipeline, settings, trigger="available-now", flows=flows, registry=registry)
+
+
+@dataclass
+class LiveRun:
+    """A pipeline running in a background thread (see :func:`running_pipeline`)."""
+
+    #: Where its dashboard is served; ``/metrics`` and ``/api/status`` beside it.
+    url: str
+    stop: threading.Event
+    result: RunResult | None = None
+    error: BaseException | None = None
+
+    def metrics(self) -> dict[str, list[Any]]:
+        """The run's ``/metrics`` parsed by prometheus_client: samples by family name."""
+        return scrape_metrics(self.url + "metrics")
+
+    def status(self) -> dict[str, Any]:
+        """The run's ``/api/status`` record."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + "api/status", timeout=30) as response:
+            data: dict[str, Any] = json.loads(response.read())
+        return data
+
+
+def scrape_metrics(url: str) -> dict[str, list[Any]]:
+    """Prometheus text at ``url`` parsed with ``prometheus_client.parser``: the samples of
+    each metric family, by family name (counters without their ``_total``)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    return {family.name: list(family.samples) for family in text_string_to_metric_families(text)}
+
+
+@contextmanager
+def running_pipeline(
+    pipeline: str | Pipeline,
+    settings: Settings,
+    *,
+    registry: Registry | None = None,
+    flows: list[str] | None = None,
+    trigger: str | None = None,
+    timeout: float = 180.0,
+) -> Iterator[LiveRun]:
+    """Run ``pipeline`` in a thread with its metrics endpoint on a free port until the
+    block ends, then stop it (between batches) and re-raise any failure of the run."""
+    from eventlake.run import run_pipeline
+
+    served: queue.Queue[str | None] = queue.Queue()
+    run = LiveRun(url="", stop=threading.Event())
+
+    def target() -> None:
+        try:
+            run.result = run_pipeline(
+                pipeline, settings, registry=registry, flows=flows, trigger=trigger,
+                stop=run.stop, metrics_port=0, on_serve=served.put,
+            )  # fmt: skip
+        except BaseException as exc:
+            run.error = exc
+        finally:
+            served.put(None)
+
+    thread = threading.Thread(target=target, name="eventlake-test-run", daemon=True)
+    thread.start()
+    url = served.get(timeout=timeout)
+    if url is None:
+        thread.join(timeout)
+        raise run.error or RuntimeError("the run ended before serving its metrics")
+    run.url = url
+    try:
+        yield run
+    finally:
+        run.stop.set()
+        thread.join(timeout)
+    if run.error is not None:
+        raise run.error

@@ -53,10 +53,13 @@ def first_failure(rules: Sequence[tuple[str, Column]]) -> Column:
 
 def quarantine_rows(checked: DataFrame, reason: str = "reason") -> DataFrame:
     """The quarantine table's rows: bronze records whose ``reason`` is set, as received
-    (raw ``key``/``value`` and Kafka coordinates), with the reason and when."""
+    (raw ``key``/``value`` and Kafka coordinates), with the reason and when. On a stream,
+    their count per batch feeds the ``eventlake_quarantined_rows`` metric."""
     from pyspark.sql import functions as F
 
-    return checked.where(F.col(reason).isNotNull()).select(
+    from eventlake.monitoring.observed import count_quarantined
+
+    bad = checked.where(F.col(reason).isNotNull()).select(
         "key",
         "value",
         "topic",
@@ -66,6 +69,7 @@ def quarantine_rows(checked: DataFrame, reason: str = "reason") -> DataFrame:
         F.col(reason).alias("reason"),
         F.current_timestamp().alias("quarantined_at"),
     )
+    return count_quarantined(bad)
 
 
 #: Field kinds :func:`checked_events` types: text as received, or typed with try_cast.

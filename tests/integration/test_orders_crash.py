@@ -3,6 +3,7 @@ the same checkpoints, and every Delta table equals a crash-free run over the sam
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -38,15 +39,25 @@ def commits(root: Path, flow: str) -> int:
     return len([p for p in folder.glob("[0-9]*")]) if folder.is_dir() else 0
 
 
-def in_flight(root: Path) -> list[str]:
-    """Flows whose last planned batch (offsets/N) has no commit: killed mid-batch."""
-    out = []
+def in_flight(root: Path) -> dict[str, int]:
+    """Flows whose last planned batch (offsets/N) has no commit, killed mid-batch: by flow,
+    that batch."""
+    out = {}
     for folder in (root / "checkpoints" / "orders").iterdir():
-        planned = {p.name for p in (folder / "offsets").glob("[0-9]*")}
-        done = {p.name for p in (folder / "commits").glob("[0-9]*")}
+        planned = {int(p.name) for p in (folder / "offsets").glob("[0-9]*")}
+        done = {int(p.name) for p in (folder / "commits").glob("[0-9]*")}
         if planned - done:
-            out.append(folder.name)
+            out[folder.name] = max(planned - done)
     return out
+
+
+def shown_in_flight(cfg: Path, flow: str) -> int | None:
+    """The in-flight batch `eventlake checkpoint show` names for ``orders.<flow>``."""
+    shown = run_cli("--config", str(cfg), "checkpoint", "show", f"orders.{flow}",
+                    "--no-state", "--format", "json")  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    batch: int | None = json.loads(shown.stdout)["in_flight"]
+    return batch
 
 
 def rows(root: Path, layer: str, name: str, columns: list[str]) -> Counter[tuple[object, ...]]:
@@ -92,7 +103,11 @@ def test_sigkill_three_times_then_equal_to_a_crash_free_run(
             os.killpg(proc.pid, signal.SIGKILL)  # the driver: Python and its JVM
             proc.wait(timeout=30)
         assert proc.returncode == -signal.SIGKILL
-        interrupted += in_flight(crashy)
+        cut = in_flight(crashy)
+        # The inspector names the batch each kill cut short.
+        for name, batch in cut.items():
+            assert shown_in_flight(cfg, name) == batch, name
+        interrupted += cut
     # At least one kill hit a batch between its offsets entry and its commit.
     assert interrupted
 
@@ -140,5 +155,5 @@ def test_sigterm_stops_every_flow_between_batches_and_exits_0(
     assert "SIGTERM: stopping at the next batch boundary" in err.decode()
     assert "run of orders (stopped)" in out.decode()
     # Every flow ended on a committed batch: nothing planned and left half done.
-    assert in_flight(tmp_path) == []
+    assert in_flight(tmp_path) == {}
     assert commits(tmp_path, "bronze") >= 1

@@ -17,6 +17,12 @@ def progress(
             name="orders.silver", id="x", batchId=batch, numInputRows=rows,
             inputRowsPerSecond=10.0, processedRowsPerSecond=20.0, batchDuration=1500,
             eventTime={"watermark": f"2026-01-01T{watermark}:00.000Z"}, stateOperators=[op],
+            timestamp="2026-11-23T10:00:00.000Z",
+            sources=[SimpleNamespace(endOffset='{"orders": {"0": 5, "1": 7}}'),
+                     SimpleNamespace(endOffset='{"sourceVersion": 1, "reservoirVersion": 3}')],
+            observedMetrics={"eventlake_output_rows": [rows - dropped],
+                             "eventlake_quarantined_rows_4": [2],
+                             "eventlake_quarantined_rows_5": [1], "user_metric": [99]},
         )
     )  # fmt: skip
 
@@ -46,3 +52,17 @@ def test_listener_prints_a_line_per_batch_and_keeps_totals() -> None:
     assert "batch 2:" not in text
     assert text.count("[orders.silver] batch 3: 0 rows") == 1
     assert "watermark 2026-01-01T00:20:00.000Z, state 2 (" in text
+
+
+def test_a_batch_carries_its_kafka_offsets_time_and_observed_counts() -> None:
+    batches = []
+    listener = ProgressListener(Console(record=True), show=False)
+    listener.observers.append(batches.append)
+    listener.onQueryProgress(progress(0, 100, dropped=4))
+    listener.close()
+    [batch] = batches
+    assert batch.kafka_offsets == {"orders": {0: 5, 1: 7}}  # the Delta source is not Kafka
+    assert batch.timestamp == 1795428000.0  # 2026-11-23T10:00:00Z
+    assert (batch.output_rows, batch.quarantined_rows) == (96, 3)
+    assert batch.state_bytes == 4096
+    assert listener.totals["orders.silver"].quarantined_rows == 3

@@ -1,0 +1,315 @@
+"""`eventlake status | checkpoint show | checkpoint reset | lateness`."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from eventlake.cli.pipelines import ModuleOpt, _registry
+from eventlake.cli.state import CliState
+from eventlake.config import Settings
+from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.pipelines.api import Pipeline, Registry
+
+checkpoint_app = typer.Typer(help="Inspect or reset a flow's checkpoint.", no_args_is_help=True)
+
+FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
+FlowArg = Annotated[str, typer.Argument(metavar="PIPELINE.FLOW")]
+
+
+def _check_format(output: str) -> None:
+    if output not in ("table", "json"):
+        raise EventlakeError(
+            ErrorCode.CONFIG_INVALID_VALUE,
+            f"--format {output!r} is not one of table, json.",
+            fix="pass --format table or --format json",
+        )
+
+
+def _flow(registry: Registry, target: str) -> tuple[Pipeline, str]:
+    name, _, flow = target.partition(".")
+    pipeline = registry.get(name)
+    if not flow or flow not in pipeline.flows:
+        raise EventlakeError(
+            ErrorCode.PIPELINE_NOT_FOUND,
+            f"'{target}' names no flow of pipeline '{name}' "
+            f"(flows: {', '.join(sorted(pipeline.flows))}).",
+            expected="PIPELINE.FLOW, e.g. orders.silver",
+            fix="check `eventlake list`",
+        )
+    return pipeline, flow
+
+
+def _when(epoch: float | None, *, short: bool = False) -> str:
+    if not epoch:
+        return "-"
+    ago = f"{time.time() - epoch:.0f}s ago"
+    if short:
+        return ago
+    return f"{datetime.fromtimestamp(epoch, UTC).strftime('%Y-%m-%d %H:%M:%SZ')} ({ago})"
+
+
+def _live_status(settings: Settings, registry: Registry, name: str) -> dict[str, Any] | None:
+    """The status of a live run: what its metrics endpoint serves, or with none (or none
+    answering), the checkpoints' with the run's flows marked running; None when no run of
+    ``name`` is alive."""
+    import urllib.request
+
+    from eventlake.operations.status import live_run, pipeline_status
+
+    run = live_run(settings, name)
+    if not run:
+        return None
+    if run.get("port"):
+        host = run.get("host") or "127.0.0.1"
+        host = "127.0.0.1" if host == "0.0.0.0" else host
+        try:
+            url = f"http://{host}:{run['port']}/api/status"
+            with urllib.request.urlopen(url, timeout=10) as response:
+                data: dict[str, Any] = json.loads(response.read())
+            return data
+        except (OSError, ValueError):
+            pass
+    record = pipeline_status(registry.get(name), settings, running=set(run.get("flows", [])))
+    record["source"] = f"checkpoints (run pid {run['pid']} alive, no metrics endpoint answers)"
+    return record
+
+
+def status(
+    ctx: typer.Context,
+    pipeline_name: Annotated[str | None, typer.Argument(metavar="[PIPELINE]")] = None,
+    output: FormatOpt = "table",
+    module: ModuleOpt = None,
+) -> None:
+    """Where each flow stands: running or not, last committed batch and when, in-flight
+    batch, watermark, state rows, Kafka lag per partition, rows in each output. From the
+    run's metrics endpoint when one is up, else from the checkpoints (a stopped pipeline)."""
+    from eventlake.operations.status import pipeline_status
+
+    _check_format(output)
+    state: CliState = ctx.obj
+    settings, registry = _registry(state, module)
+    if pipeline_name is not None:
+        names = [registry.get(pipeline_name).name]
+    else:  # every pipeline that has run here
+        names = [n for n in registry.names() if (settings.checkpoints.root / n).is_dir()]
+    records = []
+    for name in names:
+        record = _live_status(settings, registry, name)
+        if record is None:
+            record = pipeline_status(registry.get(name), settings)
+            record["source"] = f"checkpoints in {settings.checkpoints.root / name}"
+        records.append(record)
+    if output == "json":
+        typer.echo(json.dumps(records if pipeline_name is None else records[0], indent=2))
+        return
+    console = Console()
+    if not records:
+        console.print(
+            f"no pipeline has run here yet (no checkpoints in {settings.checkpoints.root})"
+        )
+    for record in records:
+        _print_status(console, record)
+
+
+def _lag_text(flow: dict[str, Any]) -> str:
+    if flow.get("lag_error"):
+        return f"unknown ({flow['lag_error']})"
+    if not flow["lag"]:
+        return "-"
+    parts = [f"{lag['topic']}/{lag['partition']}: {lag['records']} ({lag['seconds']:.1f}s)"
+             for lag in flow["lag"]]  # fmt: skip
+    return "\n".join(parts)
+
+
+def _print_status(console: Console, record: dict[str, Any]) -> None:
+    state = "running" if record["running"] else "stopped"
+    table = Table(title=f"{record['pipeline']}: {state} (from {record['source']})")
+    columns = ("flow", "state", "last batch", "committed", "in flight", "watermark",
+               "state rows", "lag records (seconds)", "output rows")  # fmt: skip
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for f in record["flows"]:
+        outputs = "\n".join(f"{k}: {'-' if v is None else v}" for k, v in f["outputs"].items())
+        table.add_row(
+            f["flow"],
+            "running" if f["running"] else "stopped",
+            "-" if f["last_batch"] is None else str(f["last_batch"]),
+            _when(f["last_commit"], short=True),
+            "-" if f["in_flight"] is None else str(f["in_flight"]),
+            (f["watermark"] or "-")[:19].replace("T", " "),
+            "-" if f["state_rows"] is None else str(f["state_rows"]),
+            _lag_text(f),
+            outputs or "-",
+        )
+    console.print(table)
+
+
+@checkpoint_app.command("show")
+def checkpoint_show(
+    ctx: typer.Context,
+    target: FlowArg,
+    last: Annotated[int, typer.Option(help="How many of the latest batches to list.")] = 10,
+    state_stores: Annotated[
+        bool, typer.Option("--state/--no-state", help="Read the state stores (starts Spark).")
+    ] = True,
+    output: FormatOpt = "table",
+    module: ModuleOpt = None,
+) -> None:
+    """A flow's checkpoint: offsets per source per batch, commits, the in-flight batch,
+    watermark, stateful operators (schema, rows, size) and the plan fingerprint."""
+    from eventlake.operations.checkpoints import inspect_checkpoint, state_operators
+
+    _check_format(output)
+    state: CliState = ctx.obj
+    settings, registry = _registry(state, module)
+    pipeline, flow = _flow(registry, target)
+    config = pipeline.configs(settings)[flow]
+    report = inspect_checkpoint(config, last=last)
+    if state_stores and (config.checkpoint / "state").is_dir():
+        from eventlake.session import get_spark
+
+        report.state = state_operators(get_spark(settings), config.checkpoint)
+    if output == "json":
+        typer.echo(json.dumps(report.as_dict(), indent=2, default=str))
+        return
+    console = Console()
+    console.print(f"[bold]{report.flow}[/]  checkpoint {report.path}", highlight=False)
+    console.print(f"query id {report.stream_id}; {report.total_batches} batch(es) planned, "
+                  f"last committed {report.last_committed}", highlight=False)  # fmt: skip
+    if report.in_flight is not None:
+        console.print(
+            f"[yellow]in flight: batch {report.in_flight}[/] (planned, not committed: the next "
+            "start re-runs exactly its offsets)",
+            highlight=False,
+        )
+    else:
+        console.print("in flight: none (the last planned batch committed)")
+    wm = report.watermark_ms
+    console.print(f"watermark: {_iso(wm) if wm else 'none'}", highlight=False)
+    batches = Table(title=f"last {len(report.batches)} batch(es)")
+    for col in ("batch", "committed", "watermark", "source offsets (end of batch)"):
+        batches.add_column(col, overflow="fold")
+    for b in report.batches:
+        sources = "\n".join(f"{s['kind']}: {json.dumps(s['offset'])}" for s in b.sources)
+        committed = _when(b.committed_at) if b.committed else "[yellow]no (in flight)[/]"
+        batches.add_row(str(b.batch), committed, _iso(b.watermark_ms) or "-", sources)
+    console.print(batches)
+    if report.state:
+        ops = Table(title="stateful operators")
+        for col in ("id", "operator", "partitions", "batches", "key", "value", "rows", "on disk"):
+            ops.add_column(col, overflow="fold")
+        for op in report.state:
+            ops.add_row(
+                str(op["operator_id"]), f"{op['operator']} ({op['store']})", str(op["partitions"]),
+                f"{op['min_batch']}..{op['max_batch']}", op.get("key_schema", "-"),
+                op.get("value_schema", op.get("error", "-")), str(op.get("rows", "-")),
+                f"{op['bytes_on_disk'] // 1024} KiB",
+            )  # fmt: skip
+        console.print(ops)
+    console.print(f"plan fingerprint: {json.dumps(report.fingerprint)}", highlight=False)
+
+
+def _iso(ms: int) -> str:
+    from eventlake.operations.status import iso_from_ms
+
+    return iso_from_ms(ms) if ms else ""
+
+
+@checkpoint_app.command("reset")
+def checkpoint_reset(
+    ctx: typer.Context,
+    target: FlowArg,
+    yes: Annotated[bool, typer.Option("--yes", help="Delete the checkpoint.")] = False,
+    module: ModuleOpt = None,
+) -> None:
+    """Delete a flow's checkpoint, so its next run starts over from its starting offsets.
+    Says what will be reprocessed; refuses without --yes or while the pipeline runs."""
+    import shutil
+
+    from eventlake.operations.checkpoints import reprocessing, require_checkpoint
+    from eventlake.operations.status import live_run
+
+    state: CliState = ctx.obj
+    settings, registry = _registry(state, module)
+    pipeline, flow = _flow(registry, target)
+    config = pipeline.configs(settings)[flow]
+    spec = pipeline.flows[flow]
+    cp = require_checkpoint(config)
+    run = live_run(settings, pipeline.name)
+    if run is not None:
+        raise EventlakeError(
+            ErrorCode.CHECKPOINT_RESET_REFUSED,
+            f"pipeline '{pipeline.name}' is running (pid {run['pid']}); its checkpoints are "
+            "in use.",
+            fix=f"stop it first, then `eventlake checkpoint reset {target} --yes`",
+        )
+    console = Console()
+    console.print(f"Resetting {config.query_name} deletes {cp}. Its next run reads again:")
+    for line in reprocessing(config, spec):
+        console.print(f"  {line}", highlight=False)
+    console.print(
+        f"  and writes to {spec.output.describe(config)} ({spec.output.guarantee}) again: the "
+        "outputs keep their rows, so appended rows are written a second time; clear the "
+        "outputs too for a clean rebuild.",
+        highlight=False,
+    )
+    if not yes:
+        raise EventlakeError(
+            ErrorCode.CHECKPOINT_RESET_REFUSED,
+            f"not resetting {config.query_name} without --yes.",
+            fix=f"eventlake checkpoint reset {target} --yes",
+        )
+    shutil.rmtree(cp)
+    console.print(f"deleted {cp}")
+
+
+def lateness(
+    ctx: typer.Context,
+    target: FlowArg,
+    output: FormatOpt = "table",
+    module: ModuleOpt = None,
+) -> None:
+    """How late the flow's input arrives (event time behind the newest seen before it),
+    as quantiles and a histogram, with the watermark delay that would keep 99% / 99.9% of
+    records and what the configured delay drops. Reads the flow's inputs as they are now."""
+    from eventlake.operations.lateness import measure_lateness
+    from eventlake.session import get_spark
+
+    _check_format(output)
+    state: CliState = ctx.obj
+    settings, registry = _registry(state, module)
+    pipeline, flow = _flow(registry, target)
+    results = measure_lateness(pipeline, flow, settings, get_spark(settings))
+    if output == "json":
+        typer.echo(json.dumps([r.as_dict() for r in results], indent=2))
+        return
+    console = Console()
+    for r in results:
+        console.print(
+            f"[bold]{r.flow}[/] watermark on {r.column}: {r.records} records", highlight=False
+        )
+        q = ", ".join(f"{k} {v:g}s" for k, v in r.quantiles.items())
+        console.print(f"  lateness: {q}", highlight=False)
+        console.print(
+            f"  a delay of {r.keep_99:g}s keeps 99%, {r.keep_99_9:g}s keeps 99.9% of records",
+            highlight=False,
+        )
+        console.print(
+            f"  configured {r.configured_delay} ({r.configured_seconds:g}s) drops {r.dropped} "
+            f"record(s): {r.drop_rate:.3%}",
+            highlight=False,
+        )
+        peak = max((c for _b, c in r.histogram), default=0) or 1
+        lo = "0"
+        for bound, count in r.histogram:
+            label = "0s (on time)" if bound == 0 else f"{lo}-{bound:g}s" if bound else f">{lo}s"
+            lo = f"{bound:g}" if bound else lo
+            bar = "█" * round(40 * count / peak)
+            console.print(f"  {label:>14} {count:>9} {bar}", highlight=False)

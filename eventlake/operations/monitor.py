@@ -1,0 +1,215 @@
+"""The monitor of one run: keeps each flow's progress record beside its checkpoint, and
+with a metrics port serves ``/metrics``, ``/api/status`` and the dashboard, polling
+Kafka lag in the background."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from eventlake.config import Settings
+from eventlake.monitoring import BatchProgress, ProgressListener
+from eventlake.monitoring.lag import Offsets, PartitionLag
+from eventlake.monitoring.metrics import PipelineMetrics
+from eventlake.operations.status import (
+    PROGRESS_FILE,
+    flow_lag,
+    pipeline_status,
+    processed_offsets,
+    read_progress,
+    run_file,
+)
+from eventlake.pipelines.plan import Plan, PlannedFlow
+
+log = logging.getLogger(__name__)
+
+#: How often Kafka lag is read while a run serves metrics.
+LAG_INTERVAL_SECONDS = 2.0
+
+
+class RunMonitor:
+    """Attach with :meth:`start` (before the queries start), :meth:`close` at the end.
+
+    ``running`` tells which flows' queries are active (the runner's view).
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        listener: ProgressListener,
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        running: Callable[[], set[str]] = set,
+        lag_interval: float = LAG_INTERVAL_SECONDS,
+    ) -> None:
+        self.plan = plan
+        self.settings: Settings = plan.flows[0].ctx.settings
+        self.listener = listener
+        self.port, self.host = port, host
+        self.running = running
+        self.lag_interval = lag_interval
+        self.metrics = PipelineMetrics(plan.pipeline.name)
+        self._flows: dict[str, PlannedFlow] = {f.query_name: f for f in plan.chosen()}
+        self._offsets: dict[str, Offsets] = {}
+        self._lags: dict[str, list[PartitionLag]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._poked = threading.Event()
+        self._server: Any = None
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def pipeline(self) -> str:
+        return self.plan.pipeline.name
+
+    @property
+    def url(self) -> str | None:
+        """Where the dashboard is served (None: not served)."""
+        if self._server is None:
+            return None
+        host = "127.0.0.1" if self.host == "0.0.0.0" else self.host
+        return f"http://{host}:{self.port}/"
+
+    def start(self) -> None:
+        for flow in self._flows.values():
+            self.metrics.flow_started(flow.spec.name, flow.trigger)
+        self.listener.observers.append(self.batch)
+        if self.port is not None:
+            from eventlake.operations.server import serve
+
+            self._server = serve(self, self.host, self.port)
+            self.port = int(self._server.server_address[1])
+        self._write_run_file()
+        if self._server is None:
+            return
+        poller = threading.Thread(target=self._poll_lag, name="eventlake-lag", daemon=True)
+        poller.start()
+        self._threads.append(poller)
+
+    def batch(self, p: BatchProgress) -> None:
+        """One batch's progress (called on the listener's thread)."""
+        flow = self._flows.get(p.query)
+        if flow is None:
+            return
+        self.metrics.batch(p)
+        if p.kafka_offsets:
+            with self._lock:
+                self._offsets[flow.spec.name] = p.kafka_offsets
+            self._poked.set()
+        self._keep_progress(flow.checkpoint, p)
+
+    def _keep_progress(self, checkpoint: Path, p: BatchProgress) -> None:
+        before = read_progress(checkpoint)
+        record = {
+            "batch_id": p.batch_id,
+            "timestamp": p.timestamp,
+            "batch_seconds": p.batch_duration_ms / 1000.0,
+            "watermark": p.watermark,
+            "state_rows": p.state_rows,
+            "state_bytes": p.state_bytes,
+            "input_rows": p.input_rows,
+            "input_rows_per_second": p.input_rows_per_second,
+            "processed_rows_per_second": p.processed_rows_per_second,
+            "quarantined_rows_total": before.get("quarantined_rows_total", 0) + p.quarantined_rows,
+            "dropped_by_watermark_total": before.get("dropped_by_watermark_total", 0)
+            + p.dropped_by_watermark,
+        }
+        tmp = checkpoint / f".{PROGRESS_FILE}.tmp"
+        if checkpoint.is_dir():
+            tmp.write_text(json.dumps(record))
+            tmp.replace(checkpoint / PROGRESS_FILE)
+
+    def refresh_lag(self) -> None:
+        """Read every Kafka-reading flow's lag now (from its last batch's offsets, else
+        its checkpoint) into the metrics."""
+        for flow in self._flows.values():
+            if not any(i.topics(flow.ctx) for i in flow.spec.all_inputs()):
+                continue
+            with self._lock:
+                offsets = self._offsets.get(flow.spec.name)
+            if offsets is None:
+                offsets = processed_offsets(flow.checkpoint)
+            lags = flow_lag(flow.ctx, flow.spec, offsets)
+            with self._lock:
+                self._lags[flow.spec.name] = lags
+            self.metrics.lag(flow.spec.name, lags)
+
+    def _poll_lag(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.refresh_lag()
+            except Exception:  # a broker hiccup: keep the last figures, try again
+                log.exception("reading Kafka lag failed")
+            self._poked.wait(self.lag_interval)
+            self._poked.clear()
+            # Batches can follow one another quickly: read at most every quarter second.
+            self._stop.wait(0.25)
+
+    def _update_running(self) -> set[str]:
+        active = self.running()
+        for name, flow in self._flows.items():
+            if name in active:
+                self.metrics.up.labels(self.pipeline, flow.spec.name).set(1)
+            else:
+                self.metrics.flow_ended(flow.spec.name)
+        return {self._flows[n].spec.name for n in active if n in self._flows}
+
+    def exposition(self) -> bytes:
+        self._update_running()
+        return self.metrics.exposition()
+
+    def status(self) -> dict[str, Any]:
+        """The live status record (``eventlake status`` reads it from ``/api/status``)."""
+        running = self._update_running()
+        with self._lock:
+            lags = {name: list(lags) for name, lags in self._lags.items()}
+        record = pipeline_status(self.plan.pipeline, self.settings, running=running, lags=lags)
+        record["source"] = f"metrics endpoint {self.host}:{self.port}"
+        record["pid"] = os.getpid()
+        record["time"] = time.time()
+        return record
+
+    def lateness(self, flow: str) -> dict[str, Any]:
+        """``eventlake lateness`` of one of the run's flows, on the run's session."""
+        from eventlake.operations.lateness import measure_lateness
+
+        name = flow.removeprefix(f"{self.pipeline}.")
+        if name not in self.plan.pipeline.flows:
+            from eventlake.pipelines.plan import check_flow_names
+
+            check_flow_names(self.plan.pipeline, [name])
+        spark = self.plan.flows[0].ctx.spark
+        found = measure_lateness(self.plan.pipeline, name, self.settings, spark)
+        return {"flow": f"{self.pipeline}.{name}", "watermarks": [w.as_dict() for w in found]}
+
+    def _write_run_file(self) -> None:
+        path = run_file(self.settings, self.pipeline)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"pid": os.getpid(), "host": self.host, "port": self.port,
+                  "flows": [f.spec.name for f in self._flows.values()],
+                  "started": time.time()}  # fmt: skip
+        path.write_text(json.dumps(record))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._poked.set()
+        if self.batch in self.listener.observers:
+            self.listener.observers.remove(self.batch)
+        for thread in self._threads:
+            thread.join(10)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        path = run_file(self.settings, self.pipeline)
+        try:
+            if json.loads(path.read_text()).get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError):
+            pass

@@ -1,0 +1,199 @@
+"""Where each flow of a pipeline stands: from its checkpoint, the progress file the run
+keeps beside it, the broker (lag) and its outputs (rows). Works on a stopped pipeline; a
+running one serves the same record at ``/api/status`` with its live lag."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from eventlake.checkpoints import CheckpointLog
+from eventlake.config import Settings
+from eventlake.context import FlowConfig
+from eventlake.monitoring.lag import Offsets, PartitionLag, kafka_lag, parse_kafka_offsets
+from eventlake.pipelines.api import FlowSpec, Pipeline
+from eventlake.pipelines.plan import dependency_order
+
+#: Beside Spark's files in each flow's checkpoint: the last batch's progress.
+PROGRESS_FILE = "eventlake-progress.json"
+#: In ``<checkpoints.root>/<pipeline>/``: the running process and its metrics port.
+RUN_FILE = "eventlake-run.json"
+
+
+@dataclass
+class FlowStatus:
+    flow: str
+    query: str
+    level: int
+    upstream: list[str]
+    reads: str
+    writes: str
+    running: bool
+    last_batch: int | None
+    #: When the last batch committed (seconds since the epoch).
+    last_commit: float | None
+    in_flight: int | None
+    watermark: str | None
+    #: From the last batch's progress; None before the first batch.
+    state_rows: int | None
+    state_bytes: int | None
+    batch_seconds: float | None
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    #: Since the checkpoint was new.
+    quarantined_rows: int
+    dropped_by_watermark: int
+    lag: list[PartitionLag] = field(default_factory=list)
+    #: Why the lag could not be read (the broker did not answer), else None.
+    lag_error: str | None = None
+    #: Rows each output holds now, by its description.
+    outputs: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def lag_records(self) -> int:
+        return sum(lag.records for lag in self.lag)
+
+    @property
+    def lag_seconds(self) -> float:
+        return max((lag.seconds for lag in self.lag), default=0.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["lag"] = [lag.as_dict() for lag in self.lag]
+        data["lag_records"] = self.lag_records
+        data["lag_seconds"] = self.lag_seconds
+        return data
+
+
+def read_progress(checkpoint: Path) -> dict[str, Any]:
+    """The progress record the last run kept in ``checkpoint`` ({} when none)."""
+    try:
+        data: dict[str, Any] = json.loads((checkpoint / PROGRESS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data
+
+
+def processed_offsets(checkpoint: Path) -> Offsets | None:
+    """The Kafka offsets the flow's last committed batch ended at (None: no batch yet)."""
+    log = CheckpointLog(checkpoint)
+    batch = log.last_committed
+    if batch is None:
+        return None
+    offsets: Offsets = {}
+    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()[2:]
+    for line in lines:
+        offsets.update(parse_kafka_offsets(line))
+    return offsets
+
+
+def flow_lag(config: FlowConfig, spec: FlowSpec, processed: Offsets | None) -> list[PartitionLag]:
+    topics = [t for i in spec.all_inputs() for t in i.topics(config)]
+    if not topics:
+        return []
+    start = config.params.starting_offsets
+    return kafka_lag(config.settings.kafka, topics, processed, starting=start, timeout=5.0)
+
+
+def flow_status(
+    config: FlowConfig,
+    spec: FlowSpec,
+    level: int,
+    upstream: tuple[str, ...],
+    *,
+    running: bool = False,
+    lag: list[PartitionLag] | None = None,
+) -> FlowStatus:
+    """One flow's status; ``lag`` given (a running flow's, polled live) or read now."""
+    cp = config.checkpoint
+    log = CheckpointLog(cp)
+    last = log.last_committed
+    planned = log.planned
+    progress = read_progress(cp)
+    watermark_ms = log.watermark_ms(planned[-1]) if planned else 0
+    lag_error = None
+    if lag is None:
+        try:
+            lag = flow_lag(config, spec, processed_offsets(cp))
+        except KafkaException as exc:
+            lag, lag_error = [], str(exc.args[0] if exc.args else exc)
+    commit_file = cp / "commits" / str(last) if last is not None else None
+    return FlowStatus(
+        flow=spec.name,
+        query=spec.query_name,
+        level=level,
+        upstream=list(upstream),
+        reads=spec.describe_inputs(config),
+        writes=spec.output.describe(config),
+        running=running,
+        last_batch=last,
+        last_commit=commit_file.stat().st_mtime if commit_file and commit_file.exists() else None,
+        in_flight=log.in_flight,
+        watermark=iso_from_ms(watermark_ms) if watermark_ms else progress.get("watermark"),
+        state_rows=progress.get("state_rows"),
+        state_bytes=progress.get("state_bytes"),
+        batch_seconds=progress.get("batch_seconds"),
+        input_rows_per_second=progress.get("input_rows_per_second"),
+        processed_rows_per_second=progress.get("processed_rows_per_second"),
+        quarantined_rows=int(progress.get("quarantined_rows_total", 0)),
+        dropped_by_watermark=int(progress.get("dropped_by_watermark_total", 0)),
+        lag=lag,
+        lag_error=lag_error,
+        outputs=_output_rows(config, spec),
+    )
+
+
+def _output_rows(config: FlowConfig, spec: FlowSpec) -> dict[str, int | None]:
+    """Rows in each output; None for one that cannot be read now (its server is down)."""
+    try:
+        return spec.output.count_rows(config)
+    except (KafkaException, OSError):
+        return dict.fromkeys(spec.output.describe(config).split(" + "))
+
+
+def iso_from_ms(ms: int) -> str:
+    """Milliseconds since the epoch as Spark prints a watermark (``...T00:10:00.000Z``)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def pipeline_status(
+    pipeline: Pipeline,
+    settings: Settings,
+    *,
+    running: set[str] | None = None,
+    lags: dict[str, list[PartitionLag]] | None = None,
+) -> dict[str, Any]:
+    """The status record of every flow, in dependency order (``running``/``lags``: the
+    live view of a run, by flow name)."""
+    configs = pipeline.configs(settings)
+    flows = [
+        flow_status(
+            configs[spec.name], spec, level, ups,
+            running=spec.name in (running or set()),
+            lag=(lags or {}).get(spec.name),
+        ).as_dict()
+        for spec, level, ups in dependency_order(pipeline)
+    ]  # fmt: skip
+    return {"pipeline": pipeline.name, "running": bool(running), "flows": flows}
+
+
+def run_file(settings: Settings, pipeline: str) -> Path:
+    return settings.checkpoints.root / pipeline / RUN_FILE
+
+
+def live_run(settings: Settings, pipeline: str) -> dict[str, Any] | None:
+    """The run record of a live ``eventlake run`` of ``pipeline`` (pid, metrics port), or
+    None when none runs (no record, or its process is gone)."""
+    try:
+        record: dict[str, Any] = json.loads(run_file(settings, pipeline).read_text())
+        os.kill(int(record["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return record
