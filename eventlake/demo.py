@@ -172,6 +172,7 @@ def run_demo(
             f"starting Spark and planning the orders pipeline (Spark and library logs: "
             f"{demo.log_file()})",
             highlight=False,
+            soft_wrap=True,
         )
         try:
             run_pipeline("orders", demo, registry=registry, listener=listener, stop=stop,

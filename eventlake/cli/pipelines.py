@@ -181,7 +181,9 @@ def run(
     def show(plan: Plan, report: Report | None) -> None:
         if not quiet:
             _print_plan(console, plan)
-            console.print(f"Spark and library logs: {settings.log_file()}", highlight=False)
+            console.print(
+                f"Spark and library logs: {settings.log_file()}", highlight=False, soft_wrap=True
+            )
         if report is not None:
             _print_findings(console, report)
 
@@ -193,7 +195,7 @@ def run(
                 stop=stop, registry=registry, on_plan=show, metrics_port=metrics_port,
                 on_serve=lambda url: console.print(
                     f"dashboard {url}  metrics {url}metrics  status {url}api/status",
-                    highlight=False,
+                    highlight=False, soft_wrap=True,
                 ),
             )  # fmt: skip
         finally:

@@ -245,3 +245,38 @@ def test_dashboard_in_chromium_and_lateness_advice(
     assert found["configured_seconds"] == 600
     assert found["dropped"] == sent["late"]
     assert found["drop_rate"] == pytest.approx(sent["late"] / with_time)
+
+    # The checkpoint inspector reads the de-duplication state through Spark's state data
+    # source: the rows the last batch's progress reported.
+    shown = run_cli("--config", str(cfg), "checkpoint", "show", "clickstream.clicks",
+                    "--format", "json")  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    [state] = report["state"]
+    assert state["operator"] == "dedupeWithinWatermark"
+    assert "event_id" in state["key_schema"]
+    assert state["rows"] == report["progress"]["state_rows"] > 0
+    assert state["bytes_on_disk"] > 0
+    assert report["fingerprint"]["stateful"] == ["DeduplicateWithinWatermark"]
+    assert report["in_flight"] is None
+    assert report["batches"][-1]["sources"][0]["kind"] == "kafka"
+
+
+def test_console_shows_progress_and_the_log_file_keeps_spark_output(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(prefix="quiet")
+    send(bootstrap, topic, ClicksGenerator(ClicksConfig(seed=2)).records(300))
+    log = tmp_path / "logs" / "run.log"
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, clickstream={"topic": topic})
+    cfg.write_text(cfg.read_text() + f"log:\n  file: {log}\n")
+    # transformWithState's Python worker prints a line for each call it serves.
+    done = run_cli("--config", str(cfg), "run", "clickstream", "--flow", "clicks",
+                   "--flow", "user_sessions_custom", "--trigger", "available-now")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    console = done.stdout + done.stderr
+    assert f"Spark and library logs: {log}" in console
+    assert "[clickstream.user_sessions_custom] batch 0:" in console
+    assert "Python worker" not in console
+    assert " WARN " not in console
+    assert "Streaming TransformWithStateInPandas Python worker" in log.read_text()
