@@ -72,7 +72,12 @@ class CheckpointLog:
         meta: dict[str, Any] = json.loads(self._entry(batch)[1])
         return int(meta.get("batchWatermarkMs", 0))
 
+    def sources(self, batch: int) -> list[Any]:
+        """Where each source ends in batch ``batch``, as Spark logged it (Kafka:
+        ``{topic: {partition: next offset}}``; None for a source with no offset yet)."""
+        lines = self._entry(batch)[2:]
+        return [json.loads(line) if line.strip() not in ("", "-") else None for line in lines]
+
     def source_offsets(self, batch: int, source: int = 0) -> Any:
-        """Where source number ``source`` ends in batch ``batch``, as Spark logged it
-        (Kafka: ``{topic: {partition: next offset}}``)."""
-        return json.loads(self._entry(batch)[2 + source])
+        """Where source number ``source`` ends in batch ``batch``, as Spark logged it."""
+        return self.sources(batch)[source]

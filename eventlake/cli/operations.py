@@ -16,6 +16,7 @@ from eventlake.cli.state import CliState
 from eventlake.config import Settings
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.api import Pipeline, Registry
+from eventlake.pipelines.plan import check_flow_names
 
 checkpoint_app = typer.Typer(help="Inspect or reset a flow's checkpoint.", no_args_is_help=True)
 
@@ -35,14 +36,14 @@ def _check_format(output: str) -> None:
 def _flow(registry: Registry, target: str) -> tuple[Pipeline, str]:
     name, _, flow = target.partition(".")
     pipeline = registry.get(name)
-    if not flow or flow not in pipeline.flows:
+    if not flow:
         raise EventlakeError(
             ErrorCode.PIPELINE_NOT_FOUND,
-            f"'{target}' names no flow of pipeline '{name}' "
-            f"(flows: {', '.join(sorted(pipeline.flows))}).",
+            f"'{target}' names no flow (flows of '{name}': {', '.join(sorted(pipeline.flows))}).",
             expected="PIPELINE.FLOW, e.g. orders.silver",
             fix="check `eventlake list`",
         )
+    check_flow_names(pipeline, [flow])
     return pipeline, flow
 
 
@@ -59,21 +60,14 @@ def _live_status(settings: Settings, registry: Registry, name: str) -> dict[str,
     """The status of a live run: what its metrics endpoint serves, or with none (or none
     answering), the checkpoints' with the run's flows marked running; None when no run of
     ``name`` is alive."""
-    import urllib.request
-
-    from eventlake.operations.status import live_run, pipeline_status
+    from eventlake.operations.status import fetch_status, live_run, pipeline_status
 
     run = live_run(settings, name)
     if not run:
         return None
-    if run.get("port"):
-        host = run.get("host") or "127.0.0.1"
-        host = "127.0.0.1" if host == "0.0.0.0" else host
+    if run.get("url"):
         try:
-            url = f"http://{host}:{run['port']}/api/status"
-            with urllib.request.urlopen(url, timeout=10) as response:
-                data: dict[str, Any] = json.loads(response.read())
-            return data
+            return fetch_status(run["url"])
         except (OSError, ValueError):
             pass
     record = pipeline_status(registry.get(name), settings, running=set(run.get("flows", [])))

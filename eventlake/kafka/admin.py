@@ -156,26 +156,38 @@ def produce(
     return acked
 
 
-def topic_offsets(bootstrap: str, topic: str, *, timeout: float = 10.0) -> dict[int, int]:
-    """End offset (next offset to be written) of each partition of ``topic``."""
+def partition_bounds(
+    bootstrap: str, topic: str, *, options: Mapping[str, str] | None = None, timeout: float = 10.0
+) -> dict[int, tuple[int, int]] | None:
+    """(start, end) offsets of each partition of ``topic``; None when it does not exist.
+
+    Read with a consumer that joins no group and commits nothing."""
     from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eventlake-offsets"})
+    consumer = Consumer({**(options or {}), "bootstrap.servers": bootstrap,
+                         "group.id": "eventlake-offsets"})  # fmt: skip
     try:
         meta = consumer.list_topics(topic=topic, timeout=timeout).topics.get(topic)
         if meta is None or meta.error is not None:
-            raise EventlakeError(
-                ErrorCode.KAFKA_TOPIC_MISSING,
-                f"topic '{topic}' does not exist on {bootstrap}.",
-                fix=f"create it: `eventlake kafka create-topic {topic} --partitions N`",
-            )
-        ends: dict[int, int] = {}
-        for p in meta.partitions:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-            ends[p] = high
-        return ends
+            return None
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            for p in meta.partitions
+        }
     finally:
         consumer.close()
+
+
+def topic_offsets(bootstrap: str, topic: str, *, timeout: float = 10.0) -> dict[int, int]:
+    """End offset (next offset to be written) of each partition of ``topic``."""
+    bounds = partition_bounds(bootstrap, topic, timeout=timeout)
+    if bounds is None:
+        raise EventlakeError(
+            ErrorCode.KAFKA_TOPIC_MISSING,
+            f"topic '{topic}' does not exist on {bootstrap}.",
+            fix=f"create it: `eventlake kafka create-topic {topic} --partitions N`",
+        )
+    return {p: high for p, (_low, high) in bounds.items()}
 
 
 def topic_records(
@@ -183,21 +195,8 @@ def topic_records(
 ) -> int | None:
     """Records the topic holds now (end minus start offset, over its partitions); None
     when the topic does not exist. Transaction markers count as records."""
-    from confluent_kafka import Consumer
-
-    conf = {**(options or {}), "bootstrap.servers": bootstrap, "group.id": "eventlake-count"}
-    consumer = Consumer(conf)
-    try:
-        meta = consumer.list_topics(topic=topic, timeout=timeout).topics.get(topic)
-        if meta is None or meta.error is not None:
-            return None
-        total = 0
-        for p in meta.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-            total += high - low
-        return total
-    finally:
-        consumer.close()
+    bounds = partition_bounds(bootstrap, topic, options=options, timeout=timeout)
+    return None if bounds is None else sum(high - low for low, high in bounds.values())
 
 
 def mean_record_bytes(

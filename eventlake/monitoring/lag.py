@@ -138,7 +138,3 @@ def _timestamps(
     except KafkaException:
         pass  # seconds stay unknown (0) for the partitions not read
     return found
-
-
-def total_records(lags: list[PartitionLag]) -> int:
-    return sum(lag.records for lag in lags)

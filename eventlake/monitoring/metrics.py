@@ -105,9 +105,6 @@ class PipelineMetrics:
         self.batch_duration.labels(*labels)
         self.up.labels(*labels).set(1)
 
-    def flow_ended(self, flow: str) -> None:
-        self.up.labels(self.pipeline, flow).set(0)
-
     def batch(self, p: BatchProgress) -> None:
         """Record one batch's progress (``p.query`` is ``<pipeline>.<flow>``)."""
         labels = (self.pipeline, p.query.split(".", 1)[-1])
@@ -115,7 +112,7 @@ class PipelineMetrics:
         if p.output_rows is not None:
             self.processed_rows.labels(*labels).inc(p.output_rows)
         self.batch_duration.labels(*labels).observe(p.batch_duration_ms / 1000.0)
-        self.watermark.labels(*labels).set(_watermark_seconds(p.watermark))
+        self.watermark.labels(*labels).set(epoch_seconds(p.watermark))  # 0 before the first
         self.state_rows.labels(*labels).set(p.state_rows)
         self.state_bytes.labels(*labels).set(p.state_bytes)
         self.dropped.labels(*labels).inc(p.dropped_by_watermark)
@@ -132,7 +129,3 @@ class PipelineMetrics:
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric."""
         return generate_latest(self.registry)
-
-
-def _watermark_seconds(text: str | None) -> float:
-    return epoch_seconds(text) if text else 0.0

@@ -3,12 +3,11 @@ would reprocess (``eventlake checkpoint reset``)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eventlake.checkpoints import CheckpointLog, read_fingerprint
+from eventlake.checkpoints import CheckpointLog, read_fingerprint, stream_id
 from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.monitoring.lag import parse_kafka_offsets
@@ -77,21 +76,18 @@ def inspect_checkpoint(config: FlowConfig, *, last: int = 10) -> CheckpointRepor
     planned, committed = log.planned, set(log.committed)
     entries = []
     for batch in planned[-last:]:
-        lines = (cp / "offsets" / str(batch)).read_text().splitlines()
-        sources = [json.loads(line) if line.strip() not in ("", "-") else None
-                   for line in lines[2:]]  # fmt: skip
         done = cp / "commits" / str(batch)
         entries.append(BatchEntry(
             batch=batch,
-            sources=[{"kind": source_kind(s), "offset": s} for s in sources],
+            sources=[{"kind": source_kind(s), "offset": s} for s in log.sources(batch)],
             watermark_ms=log.watermark_ms(batch),
             committed=batch in committed,
             planned_at=(cp / "offsets" / str(batch)).stat().st_mtime,
             committed_at=done.stat().st_mtime if done.exists() else None,
         ))  # fmt: skip
     try:
-        stream = str(json.loads((cp / "metadata").read_text().splitlines()[0])["id"])
-    except (OSError, ValueError, KeyError, IndexError):
+        stream: str | None = stream_id(cp)
+    except EventlakeError:  # no metadata file: the query never started
         stream = None
     return CheckpointReport(
         flow=config.query_name,

@@ -25,7 +25,7 @@ from eventlake.operations.status import (
     read_progress,
     run_file,
 )
-from eventlake.pipelines.plan import Plan, PlannedFlow
+from eventlake.pipelines.plan import Plan, PlannedFlow, check_flow_names
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,8 @@ class RunMonitor:
         self._flows: dict[str, PlannedFlow] = {f.query_name: f for f in plan.chosen()}
         self._offsets: dict[str, Offsets] = {}
         self._lags: dict[str, list[PartitionLag]] = {}
+        #: Each flow's last progress record, read from its file once, then kept here.
+        self._kept: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poked = threading.Event()
@@ -106,7 +108,11 @@ class RunMonitor:
         self._keep_progress(flow.checkpoint, p)
 
     def _keep_progress(self, checkpoint: Path, p: BatchProgress) -> None:
-        before = read_progress(checkpoint)
+        """Write the batch's figures, with totals since the checkpoint was new, to the
+        flow's progress file (``eventlake status`` of a stopped pipeline reads it)."""
+        before = self._kept.get(p.query)
+        if before is None:
+            before = read_progress(checkpoint)
         record = {
             "batch_id": p.batch_id,
             "timestamp": p.timestamp,
@@ -121,6 +127,7 @@ class RunMonitor:
             "dropped_by_watermark_total": before.get("dropped_by_watermark_total", 0)
             + p.dropped_by_watermark,
         }
+        self._kept[p.query] = record
         tmp = checkpoint / f".{PROGRESS_FILE}.tmp"
         if checkpoint.is_dir():
             tmp.write_text(json.dumps(record))
@@ -155,10 +162,7 @@ class RunMonitor:
     def _update_running(self) -> set[str]:
         active = self.running()
         for name, flow in self._flows.items():
-            if name in active:
-                self.metrics.up.labels(self.pipeline, flow.spec.name).set(1)
-            else:
-                self.metrics.flow_ended(flow.spec.name)
+            self.metrics.up.labels(self.pipeline, flow.spec.name).set(int(name in active))
         return {self._flows[n].spec.name for n in active if n in self._flows}
 
     def exposition(self) -> bytes:
@@ -181,10 +185,7 @@ class RunMonitor:
         from eventlake.operations.lateness import measure_lateness
 
         name = flow.removeprefix(f"{self.pipeline}.")
-        if name not in self.plan.pipeline.flows:
-            from eventlake.pipelines.plan import check_flow_names
-
-            check_flow_names(self.plan.pipeline, [name])
+        check_flow_names(self.plan.pipeline, [name])
         spark = self.plan.flows[0].ctx.spark
         found = measure_lateness(self.plan.pipeline, name, self.settings, spark)
         return {"flow": f"{self.pipeline}.{name}", "watermarks": [w.as_dict() for w in found]}
@@ -192,7 +193,7 @@ class RunMonitor:
     def _write_run_file(self) -> None:
         path = run_file(self.settings, self.pipeline)
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"pid": os.getpid(), "host": self.host, "port": self.port,
+        record = {"pid": os.getpid(), "url": self.url,
                   "flows": [f.spec.name for f in self._flows.values()],
                   "started": time.time()}  # fmt: skip
         path.write_text(json.dumps(record))

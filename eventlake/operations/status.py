@@ -86,9 +86,8 @@ def processed_offsets(checkpoint: Path) -> Offsets | None:
     if batch is None:
         return None
     offsets: Offsets = {}
-    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()[2:]
-    for line in lines:
-        offsets.update(parse_kafka_offsets(line))
+    for source in log.sources(batch):
+        offsets.update(parse_kafka_offsets(source))
     return offsets
 
 
@@ -186,6 +185,15 @@ def pipeline_status(
 
 def run_file(settings: Settings, pipeline: str) -> Path:
     return settings.checkpoints.root / pipeline / RUN_FILE
+
+
+def fetch_status(url: str, *, timeout: float = 10.0) -> dict[str, Any]:
+    """The status record a run serves at ``<url>api/status`` (``url``: its dashboard)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url + "api/status", timeout=timeout) as response:
+        data: dict[str, Any] = json.loads(response.read())
+    return data
 
 
 def live_run(settings: Settings, pipeline: str) -> dict[str, Any] | None:

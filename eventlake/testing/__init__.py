@@ -125,12 +125,9 @@ class LiveRun:
 
     def status(self) -> dict[str, Any]:
         """The run's ``/api/status`` record."""
-        import json
-        import urllib.request
+        from eventlake.operations.status import fetch_status
 
-        with urllib.request.urlopen(self.url + "api/status", timeout=30) as response:
-            data: dict[str, Any] = json.loads(response.read())
-        return data
+        return fetch_status(self.url, timeout=30)
 
 
 def scrape_metrics(url: str) -> dict[str, list[Any]]:
