@@ -12,7 +12,7 @@ VENV_STAMP := $(VENV)/.eventlake-installed
 SPARK_JARS_STAMP := $(JARS)/spark/.resolved
 BROKER_JARS_STAMP := $(JARS)/kafka-broker/.resolved
 
-.PHONY: all install jars postgres test-tools demo test unit integration lint bench clean distclean
+.PHONY: all install jars postgres test-tools demo test unit integration lint bench iceberg-probe clean distclean
 
 all: test
 
@@ -49,8 +49,8 @@ demo: install jars postgres
 	$(BIN)/eventlake demo
 
 lint: install
-	$(BIN)/ruff check eventlake tests bench
-	$(BIN)/ruff format --check eventlake tests bench
+	$(BIN)/ruff check eventlake tests bench scripts
+	$(BIN)/ruff format --check eventlake tests bench scripts
 	$(BIN)/mypy
 
 test: install jars postgres test-tools lint
@@ -81,6 +81,15 @@ BENCH_ARGS ?=
 
 bench: install jars $(BENCH_STAMP) $(FLINK_JARS_STAMP)
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# Tries Maven Central's Iceberg Spark runtime on eventlake's Spark (docs/iceberg.md).
+ICEBERG_VERSION ?= 1.12.0
+ICEBERG_SPARK ?= 4.1
+
+iceberg-probe: install jars
+	rm -rf $(JARS)/iceberg-probe
+	$(MVN) -f jvm/iceberg-probe/pom.xml dependency:copy-dependencies -Diceberg.version=$(ICEBERG_VERSION) -Diceberg.spark=$(ICEBERG_SPARK) -Djars.dir=$(abspath $(JARS)/iceberg-probe)
+	$(BIN)/python scripts/iceberg-probe.py $(JARS)/iceberg-probe
 
 clean:
 	rm -rf .eventlake .pytest_cache .mypy_cache .ruff_cache

@@ -61,6 +61,7 @@ class ErrorCode(StrEnum):
     CHECKPOINT_RESET_REFUSED = "EL-CHECKPOINT-002"
     LATENESS_UNAVAILABLE = "EL-LATENESS-001"
     TOOLS_MISSING = "EL-TOOLS-001"
+    ICEBERG_UNAVAILABLE = "EL-ICEBERG-001"
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,21 @@ _KAFKA_TIMEOUT = ("org.apache.kafka.common.errors.TimeoutException",)
 _CLASS_MISSING = ("java.lang.ClassNotFoundException", "java.lang.NoClassDefFoundError")
 _JARS_CONDITIONS = ("DATA_SOURCE_NOT_FOUND",)
 
+_CHANGED_SOURCE = (
+    "the Delta table the flow reads had rows updated or deleted, and a Delta stream reads "
+    "appends only: declare DeltaInput(..., skip_change_commits=True) to read the appends "
+    "and skip those commits, or change_feed=True to read every change"
+)
+# Fixes for Spark and Delta error conditions anywhere in a failed query's cause chain.
+_FIXES = {
+    "DELTA_SOURCE_IGNORE_DELETE": _CHANGED_SOURCE,
+    "DELTA_SOURCE_TABLE_IGNORE_CHANGES": _CHANGED_SOURCE,
+    "DELTA_METADATA_MISMATCH": (
+        "the flow's columns differ from the Delta table's: set merge_schema=True on the "
+        "output (DeltaOutput, ToDelta) to add the new columns, or select the table's columns"
+    ),
+}
+
 
 _PY_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)(: |$)")
 
@@ -190,6 +206,8 @@ class JvmCause:
 
     cls: str
     message: str
+    #: Spark's error condition of this throwable (``SparkThrowable.getCondition``).
+    condition: str | None = None
 
 
 def jvm_causes(exc: BaseException) -> list[JvmCause]:
@@ -204,11 +222,22 @@ def _walk(throwable: Any) -> Iterator[JvmCause]:
         try:
             name = str(throwable.getClass().getName())
             message = str(throwable.getMessage() or "")
+            found = _jvm_condition(throwable)
             throwable = throwable.getCause()
         except Exception:  # a dead gateway or a non-JVM object: stop walking
             return
         seen += 1
-        yield JvmCause(name, message)
+        yield JvmCause(name, message, found)
+
+
+def _jvm_condition(throwable: Any) -> str | None:
+    from py4j.protocol import Py4JError
+
+    try:
+        found = throwable.getCondition()
+    except Py4JError:  # not a SparkThrowable
+        return None
+    return str(found) if found else None
 
 
 def condition(exc: BaseException) -> str | None:
@@ -274,7 +303,12 @@ def _translate(exc: BaseException, context: str) -> EventlakeError:
             ErrorCode.KAFKA_UNREACHABLE, f"{where}Kafka did not answer in time ({cause})."
         )
     if isinstance(exc, StreamingQueryException):
-        return EventlakeError(ErrorCode.QUERY_FAILED, f"{where}the streaming query failed: {cause}")
+        fixes = [_FIXES[c.condition] for c in causes if c.condition in _FIXES]
+        return EventlakeError(
+            ErrorCode.QUERY_FAILED,
+            f"{where}the streaming query failed: {cause}",
+            fix=fixes[0] if fixes else None,
+        )
     if isinstance(exc, AnalysisException):
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else cond or "?"
         return EventlakeError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -36,7 +37,26 @@ class PipelineParams(BaseModel):
         ge=1024,
         description="The batch size 'auto' aims at, in bytes of Kafka keys and values.",
     )
-    starting_offsets: str = "earliest"
+    starting_offsets: str = Field(
+        default="earliest",
+        description="Where a new checkpoint starts: earliest, latest or Spark's JSON of "
+        "offsets per partition.",
+    )
+    starting_timestamp: datetime | None = Field(
+        default=None,
+        description="Start a new checkpoint at the first record at or after this time "
+        "(ISO 8601; no zone is UTC), in every partition; over starting_offsets.",
+    )
+    starting_offsets_by_timestamp: str | None = Field(
+        default=None,
+        description="Spark's JSON of epoch milliseconds per partition, "
+        '{"topic": {"0": 1767225600000}}; over starting_offsets.',
+    )
+    starting_timestamp_strategy: Literal["error", "latest"] = Field(
+        default="error",
+        description="A partition with no record at or after the timestamp: fail the "
+        "query (error) or start at its end (latest).",
+    )
     fail_on_data_loss: bool = True
     data_loss_note: str | None = Field(
         default=None, description="Why fail_on_data_loss=false is acceptable here."

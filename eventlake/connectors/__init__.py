@@ -1,7 +1,8 @@
 """Connectors: one module per system, each holding its inputs, outputs and targets.
 
 ``kafka``, ``delta``, ``files``, ``postgres``, ``http``, ``debug`` (console, memory),
-``rate``; ``fanout`` writes a batch to several targets; ``base`` holds the vocabulary.
+``rate``, ``iceberg`` (refused on Spark 4.2: EL-ICEBERG-001); ``fanout`` writes a batch to
+several targets; ``base`` holds the vocabulary.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from eventlake.connectors.delta import (
 from eventlake.connectors.fanout import FanOut
 from eventlake.connectors.files import FilesInput, FilesOutput
 from eventlake.connectors.http import HttpOutput
+from eventlake.connectors.iceberg import IcebergInput, IcebergOutput
 from eventlake.connectors.kafka import KafkaInput, KafkaOutput, ToKafka, kafka_records
 from eventlake.connectors.postgres import ToPostgres
 from eventlake.connectors.rate import RateInput
@@ -40,6 +42,8 @@ __all__ = [
     "FilesOutput",
     "Guarantee",
     "HttpOutput",
+    "IcebergInput",
+    "IcebergOutput",
     "Input",
     "KafkaInput",
     "KafkaOutput",

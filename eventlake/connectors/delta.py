@@ -88,22 +88,89 @@ def delta_row_count(path: Path) -> int | None:
 
 @dataclass(frozen=True)
 class DeltaInput(_LakeTable, Input):
-    """Stream the appends of the Delta table ``<lake.root>/<layer>/<table>``; the
-    checkpoint records the table version read.
+    """Stream the Delta table ``<lake.root>/<layer>/<table>``; the checkpoint records the
+    table version read.
 
-    The pipeline's ``max_files_per_trigger`` bounds each micro-batch (Delta's default is
-    1000 files). The table must only receive appends (updates or deletes upstream stop
-    the stream).
+    A new checkpoint starts with the table as it is now (read as one snapshot), or at
+    ``starting_version`` (an int, or ``"latest"``) or ``starting_timestamp`` (a date or
+    timestamp string): then only the changes committed from there on are read. The
+    pipeline's ``max_files_per_trigger`` bounds each micro-batch (Delta's default is 1000
+    files).
+
+    By default the table must only receive appends: an UPDATE, DELETE or MERGE upstream
+    stops the stream. ``skip_change_commits=True`` reads only the appends and skips every
+    commit that changes or deletes rows (their rows are never read, so a MERGE's updates
+    are lost to this flow).
+
+    ``change_feed=True`` reads the table's change data feed instead: every inserted,
+    updated and deleted row with ``_change_type`` (``insert``, ``update_preimage``,
+    ``update_postimage``, ``delete``), ``_commit_version`` and ``_commit_timestamp``. The
+    table's ``delta.enableChangeDataFeed`` is switched on when the flow is planned, before
+    any query starts (a table property commit); without a starting version the stream
+    begins with the current rows as inserts.
     """
 
+    starting_version: int | str | None = None
+    starting_timestamp: str | None = None
+    skip_change_commits: bool = False
+    change_feed: bool = False
+
+    def __post_init__(self) -> None:
+        from eventlake.errors import ErrorCode, EventlakeError
+
+        problem = None
+        if self.starting_version is not None and self.starting_timestamp is not None:
+            problem = "sets both starting_version and starting_timestamp"
+        elif isinstance(self.starting_version, str) and self.starting_version != "latest":
+            problem = f"has starting_version '{self.starting_version}'"
+        elif self.change_feed and self.skip_change_commits:
+            problem = "sets both change_feed and skip_change_commits"
+        if problem:
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                f"DeltaInput('{self.layer}', '{self.name}') {problem}.",
+                expected="one of starting_version (an int or 'latest') or starting_timestamp; "
+                "change_feed reads every change, so it skips none",
+                fix="keep one of them",
+            )
+
+    def describe(self, flow: FlowConfig | None = None) -> str:
+        base = super().describe(flow)
+        return f"{base} (change feed)" if self.change_feed else base
+
     def read(self, ctx: FlowContext) -> DataFrame:
+        path = str(ctx.table_path(self.layer, self.name))
         reader = ctx.spark.readStream.format("delta")
         if ctx.params.max_files_per_trigger is not None:
             reader = reader.option("maxFilesPerTrigger", str(ctx.params.max_files_per_trigger))
-        return reader.load(str(ctx.table_path(self.layer, self.name)))
+        if self.starting_version is not None:
+            reader = reader.option("startingVersion", str(self.starting_version))
+        if self.starting_timestamp is not None:
+            reader = reader.option("startingTimestamp", self.starting_timestamp)
+        if self.skip_change_commits:
+            reader = reader.option("skipChangeCommits", "true")
+        if self.change_feed:
+            enable_change_feed(ctx.spark, path)
+            reader = reader.option("readChangeFeed", "true")
+        return reader.load(path)
 
     def read_batch(self, ctx: FlowContext) -> DataFrame:
         return ctx.spark.read.format("delta").load(str(ctx.table_path(self.layer, self.name)))
+
+
+CHANGE_FEED = "delta.enableChangeDataFeed"
+
+
+def enable_change_feed(spark: SparkSession, path: str) -> None:
+    """Switch on the change data feed of the Delta table at ``path`` unless it is on."""
+    from delta.tables import DeltaTable
+
+    table = DeltaTable.forPath(spark, path)
+    properties = table.detail().select("properties").head()
+    if properties is not None and (properties[0] or {}).get(CHANGE_FEED) == "true":
+        return
+    quoted = path.replace("`", "``")
+    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ({CHANGE_FEED} = true)")
 
 
 @dataclass(frozen=True)

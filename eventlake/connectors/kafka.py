@@ -6,16 +6,20 @@ declaration names), so the same flow reads another topic on another cluster unch
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from eventlake.connectors.base import BatchContext, Guarantee, Input, Output, Prepare, Target
+from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.triggers import is_real_time
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
+    from pyspark.sql.types import StructType
 
     from eventlake.context import FlowConfig, FlowContext
 
@@ -25,25 +29,44 @@ class KafkaInput(Input):
     """Topic ``pipelines.<p>.topic`` (or ``.topics.<role>``); offsets are tracked in the
     flow's checkpoint.
 
-    The pipeline's ``starting_offsets`` applies only to a new checkpoint (``earliest``,
-    ``latest`` or Spark's JSON form); ``max_offsets_per_trigger`` bounds each micro-batch so
-    a backlog after an outage is worked off in steps of bounded memory; ``auto`` (the
-    default) sizes that step when the run starts as ``max_bytes_per_trigger`` over the
-    mean record size at the topic's tail, so a backlog is a few large batches, not
-    hundreds of small ones; ``fail_on_data_loss`` as in Spark.
+    With ``pattern=True`` that config value is a Java regex and the flow reads every topic
+    it matches, including topics created while it runs (Spark's ``subscribePattern``).
+    Spark 4.2 matches a regex found anywhere in the name: ``orders`` also reads
+    ``orders-archive``; anchor it (``^orders-(eu|us)$``) for whole names.
+
+    Where a new checkpoint starts, from the pipeline's params: ``starting_timestamp`` (the
+    first record at or after that time in every partition), else
+    ``starting_offsets_by_timestamp`` (Spark's JSON of epoch milliseconds per partition),
+    else ``starting_offsets`` (``earliest``, ``latest`` or Spark's JSON of offsets per
+    partition, -2 earliest and -1 latest). ``starting_timestamp_strategy`` says what a
+    partition with no record that late does: ``error`` (Spark's default) or ``latest``.
+    A checkpoint that exists resumes where it stopped.
+
+    ``max_offsets_per_trigger`` bounds each micro-batch so a backlog after an outage is
+    worked off in steps of bounded memory; ``auto`` (the default) sizes that step when the
+    run starts as ``max_bytes_per_trigger`` over the mean record size at the topic's tail,
+    so a backlog is a few large batches, not hundreds of small ones; ``fail_on_data_loss``
+    as in Spark.
     """
 
     role: str | None = None
+    pattern: bool = False
 
     def options(self, flow: FlowConfig) -> dict[str, str]:
         """The Spark Kafka source options this input reads with."""
         p = flow.params
         opts = {
             **flow.settings.kafka.spark_options(),
-            "subscribe": flow.topic(self.role),
+            ("subscribePattern" if self.pattern else "subscribe"): flow.topic(self.role),
             "startingOffsets": p.starting_offsets,
             "failOnDataLoss": str(p.fail_on_data_loss).lower(),
         }
+        if p.starting_timestamp is not None:
+            opts["startingTimestamp"] = str(epoch_millis(p.starting_timestamp))
+        elif p.starting_offsets_by_timestamp is not None:
+            opts["startingOffsetsByTimestamp"] = p.starting_offsets_by_timestamp
+        if p.starting_timestamp is not None or p.starting_offsets_by_timestamp is not None:
+            opts["startingOffsetsByTimestampStrategy"] = p.starting_timestamp_strategy
         if isinstance(p.max_offsets_per_trigger, int):
             opts["maxOffsetsPerTrigger"] = str(p.max_offsets_per_trigger)
         return opts
@@ -57,17 +80,38 @@ class KafkaInput(Input):
         return ctx.spark.readStream.format("kafka").options(**opts).load()
 
     def read_batch(self, ctx: FlowContext) -> DataFrame:
-        opts = {k: v for k, v in self.options(ctx).items() if k != "maxOffsetsPerTrigger"}
+        opts = {k: v for k, v in self.options(ctx).items() if not _starts_or_bounds(k)}
         opts.update(startingOffsets="earliest", endingOffsets="latest")
         return ctx.spark.read.format("kafka").options(**opts).load()
 
     def describe(self, flow: FlowConfig | None = None) -> str:
-        if flow is None:
-            return f"kafka:{f'topics.{self.role}' if self.role else 'topic'}"
-        return f"kafka:{flow.topic(self.role)}"
+        key = f"topics.{self.role}" if self.role else "topic"
+        name = flow.topic(self.role) if flow is not None else key
+        return f"kafka:/{name}/" if self.pattern else f"kafka:{name}"
 
     def topics(self, flow: FlowConfig) -> list[str]:
-        return [flow.topic(self.role)]
+        """The topic, or with ``pattern`` the topics on the broker that match it now."""
+        if not self.pattern:
+            return [flow.topic(self.role)]
+        from eventlake.kafka.admin import list_topics
+
+        kafka = flow.settings.kafka
+        regex = re.compile(flow.topic(self.role))
+        found = list_topics(kafka.bootstrap_servers, options=kafka.client_options())
+        return sorted(t for t in found if regex.search(t))
+
+
+def _starts_or_bounds(option: str) -> bool:
+    return option.startswith("startingOffsets") or option in (
+        "startingTimestamp",
+        "maxOffsetsPerTrigger",
+    )
+
+
+def epoch_millis(when: datetime) -> int:
+    """Milliseconds since the epoch; a time without a zone is UTC."""
+    aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return int(aware.timestamp() * 1000)
 
 
 #: The record size assumed for an empty topic: about 245K records a batch at 256 MiB.
@@ -132,29 +176,57 @@ def kafka_records(raw: DataFrame) -> DataFrame:
 
 @dataclass(frozen=True)
 class _TopicByParam:
-    topic_param: str
+    #: The param naming the topic; None routes each row by its own ``topic`` column.
+    topic_param: str | None = None
 
-    def _topic(self, flow: FlowConfig) -> str:
-        return flow.param(self.topic_param)
+    def _topic(self, flow: FlowConfig) -> str | None:
+        return flow.param(self.topic_param) if self.topic_param is not None else None
 
     def describe(self, flow: FlowConfig | None = None) -> str:
+        if self.topic_param is None:
+            return "kafka:<topic column>"
         return f"kafka:{self._topic(flow) if flow else self.topic_param}"
 
     def topics(self, flow: FlowConfig) -> list[str]:
-        return [self._topic(flow)]
+        topic = self._topic(flow)
+        return [topic] if topic is not None else []
 
     def count_rows(self, flow: FlowConfig) -> dict[str, int | None]:
         from eventlake.kafka.admin import topic_records
 
         kafka = flow.settings.kafka
+        return {
+            f"kafka:{topic}": topic_records(
+                kafka.bootstrap_servers, topic, options=kafka.client_options()
+            )
+            for topic in self.topics(flow)
+        }
+
+    def _check_columns(self, flow: FlowConfig, columns: list[str]) -> None:
+        needed = ["value"] if self.topic_param is not None else ["value", "topic"]
+        missing = [c for c in needed if c not in columns]
+        if missing:
+            where = self.describe(flow)
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                f"rows for {where} have no {' or '.join(repr(c) for c in missing)} column "
+                f"(they have {', '.join(columns)}).",
+                expected="a 'value' column (string or binary), an optional 'key'"
+                + ("" if self.topic_param else ", and a 'topic' column naming each row's topic"),
+                fix="select those columns in the transform"
+                + ("" if self.topic_param else ", or name the topic with topic_param"),
+            )
+
+    def _options(self, flow: FlowConfig) -> dict[str, str]:
         topic = self._topic(flow)
-        count = topic_records(kafka.bootstrap_servers, topic, options=kafka.client_options())
-        return {self.describe(flow): count}
+        opts = flow.settings.kafka.spark_options()
+        return {**opts, "topic": topic} if topic is not None else opts
 
 
 @dataclass(frozen=True)
 class KafkaOutput(_TopicByParam, Output):
-    """Write ``key``/``value`` rows to the topic named by ``pipelines.<p>.<topic_param>``.
+    """Write ``key``/``value`` rows to the topic named by ``pipelines.<p>.<topic_param>``,
+    or, without ``topic_param``, each row to the topic its ``topic`` column names.
 
     Delivery guarantee: at-least-once. Spark's Kafka sink has no transactions: a batch
     that fails, or a driver that crashes after some records were sent, is replayed whole
@@ -165,14 +237,17 @@ class KafkaOutput(_TopicByParam, Output):
     guarantee = Guarantee.AT_LEAST_ONCE
     output_modes = frozenset({"append", "update"})
 
+    def ensure(self, ctx: FlowContext, schema: StructType) -> None:
+        self._check_columns(ctx, schema.names)
+
     def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
-        writer = writer.format("kafka").options(**ctx.settings.kafka.spark_options())
-        return writer.option("topic", self._topic(ctx)).start()
+        return writer.format("kafka").options(**self._options(ctx)).start()
 
 
 @dataclass(frozen=True)
 class ToKafka(_TopicByParam, Target):
-    """Send the batch's ``key``/``value`` rows to ``pipelines.<p>.<topic_param>``.
+    """Send the batch's ``key``/``value`` rows to ``pipelines.<p>.<topic_param>``, or,
+    without ``topic_param``, each row to the topic its ``topic`` column names.
 
     Delivery guarantee: at-least-once. Kafka has no way to tie the records to the batch
     id: a batch replayed after a crash (or retried after another target failed) is sent
@@ -183,10 +258,9 @@ class ToKafka(_TopicByParam, Target):
     guarantee = Guarantee.AT_LEAST_ONCE
 
     def target_id(self, flow: FlowConfig) -> str:
-        return f"kafka:{self._topic(flow)}"
+        return self.describe(flow)
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
-        kafka = batch.ctx.settings.kafka
-        self.rows(df, batch).write.format("kafka").options(**kafka.spark_options()).option(
-            "topic", self._topic(batch.ctx)
-        ).save()
+        rows = self.rows(df, batch)
+        self._check_columns(batch.ctx, rows.columns)
+        rows.write.format("kafka").options(**self._options(batch.ctx)).save()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
@@ -111,9 +112,13 @@ def produce(
     *,
     options: Mapping[str, Any] | None = None,
     timeout: float = 60.0,
+    partition: int | None = None,
+    timestamp_ms: int | None = None,
 ) -> int:
     """Send ``(key, value)`` records with an idempotent producer, wait for every ack.
 
+    ``partition`` sends every record to that partition (else the key's hash picks it);
+    ``timestamp_ms`` gives every record that create time (else now).
     Returns the number of records acknowledged; raises EL-KAFKA-006 if any failed.
     """
     conf: dict[str, Any] = {
@@ -136,10 +141,13 @@ def produce(
         else:
             acked += 1
 
+    send = partial(producer.produce, topic, on_delivery=on_delivery, timestamp=timestamp_ms or 0)
+    if partition is not None:
+        send = partial(send, partition=partition)
     for key, value in records:
         while True:
             try:
-                producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+                send(key=key, value=value)
                 break
             except BufferError:
                 producer.poll(0.05)

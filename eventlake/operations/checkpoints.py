@@ -153,12 +153,12 @@ def reprocessing(config: FlowConfig, spec: FlowSpec) -> list[str]:
         topics = inp.topics(config)
         table = inp.table()
         if topics:
-            start = config.params.starting_offsets
+            start = _kafka_start(config)
             lags = flow_lag(config, spec, None) if start == "earliest" else []
             for topic in topics:
                 mine = [lag for lag in lags if lag.topic == topic]
                 if start != "earliest":
-                    lines.append(f"kafka:{topic}: from starting_offsets {start}")
+                    lines.append(f"kafka:{topic}: from {start}")
                     continue
                 parts = ", ".join(f"p{lag.partition} {lag.records}" for lag in mine)
                 total = sum(lag.records for lag in mine)
@@ -169,3 +169,17 @@ def reprocessing(config: FlowConfig, spec: FlowSpec) -> list[str]:
         else:
             lines.append(f"{inp.describe(config)}: everything it holds")
     return lines
+
+
+def _kafka_start(config: FlowConfig) -> str:
+    """Where a new checkpoint of the flow starts reading Kafka, as its params say."""
+    p = config.params
+    if p.starting_timestamp is not None:
+        return f"starting_timestamp {p.starting_timestamp.isoformat()}"
+    if p.starting_offsets_by_timestamp is not None:
+        return f"starting_offsets_by_timestamp {p.starting_offsets_by_timestamp}"
+    return (
+        p.starting_offsets
+        if p.starting_offsets == "earliest"
+        else (f"starting_offsets {p.starting_offsets}")
+    )

@@ -102,12 +102,12 @@ class PipelineRunner:
     def _failure(self, name: str, query: StreamingQuery) -> EventlakeError | None:
         if query.isActive:
             return None
-        error = query.exception()
+        error = _query_exception(query)
         if error is None:
             return None
         totals = self.listener.snapshot().get(name)
         last = totals.last_batch_id if totals else None
-        batch = f", after batch {last}" if last is not None else ", in its first batch"
+        batch = f", after batch {last}" if last is not None else ", in the run's first batch"
         return translate(error, context=f"flow '{name}'{batch}")
 
     def _check(self) -> None:
@@ -258,3 +258,12 @@ def _await_between_batches(query: StreamingQuery, thread: Any | None, deadline: 
             if not query.status.get("isTriggerActive"):
                 return
         time.sleep(0.05)
+
+
+def _query_exception(query: StreamingQuery) -> BaseException | None:
+    """The exception that ended ``query``, with its JVM cause chain (``query.exception()``
+    keeps only the message, so the failure could not be translated by type)."""
+    from pyspark.errors.exceptions.captured import convert_exception
+
+    found = query._jsq.exception()
+    return convert_exception(found.get()) if found.isDefined() else None

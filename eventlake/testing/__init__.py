@@ -73,6 +73,36 @@ def delta_version(path: Path | str) -> int:
     return int(DeltaTable(str(path)).version())
 
 
+def consume_topic(bootstrap: str, topic: str, *, timeout: float = 60.0) -> list[tuple[str, str]]:
+    """Every record now in ``topic`` as (key, value) text, read to the partitions' end
+    offsets by a consumer that commits nothing."""
+    from confluent_kafka import Consumer
+
+    from eventlake.kafka import topic_offsets
+
+    expected = sum(topic_offsets(bootstrap, topic).values())
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("g"),
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    consumer.subscribe([topic])
+    out: list[tuple[str, str]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expected:
+            if time.monotonic() >= deadline:
+                raise EventlakeError(
+                    ErrorCode.QUERY_TIMEOUT,
+                    f"read {len(out)} of the {expected} records of '{topic}' in {timeout:.0f}s.",
+                    fix="look at the broker log",
+                )
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None:
+                key, value = msg.key(), msg.value()
+                out.append((key.decode() if key else "", value.decode() if value else ""))
+    finally:
+        consumer.close()
+    return out
+
+
 def settings_for(
     root: Path,
     bootstrap: str | None = None,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Unpack
 
 from eventlake.config import Settings
-from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.errors import Category, ErrorCode, EventlakeError
 from eventlake.pipelines.api import FlowSpec, Pipeline
 from eventlake.pipelines.plan import Plan, PlannedFlow, PlanOptions, build_plan
 from eventlake.validation.rules import (
@@ -53,6 +53,8 @@ def check_pipeline(
     report = Report(pipeline.name)
 
     def on_error(spec: FlowSpec, error: EventlakeError) -> None:
+        if error.category is Category.CONNECTOR:  # not the plan's fault: nothing to analyse
+            raise error
         analysed = Issue(f"the flow cannot be analysed: {error.what}", fix=error.fix)
         found = slide_finding(spec.query_name, error)
         report.findings.append(found or finding("EL-V000", spec.query_name, analysed))

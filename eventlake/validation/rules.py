@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from eventlake.checkpoints import read_fingerprint
-from eventlake.connectors import ConsoleOutput, DeltaOutput, KafkaInput, KafkaOutput, MemoryOutput
+from eventlake.connectors import DeltaOutput, KafkaInput, KafkaOutput, MemoryOutput
 from eventlake.errors import CODES, EventlakeError
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode
 from eventlake.triggers import parse_trigger
@@ -120,7 +120,7 @@ def _continuous(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
     stateful = [n.name for n in tree.walk() if n.name in (*STATEFUL, "Join")]
     if stateful:
         yield Issue(f"uses the continuous trigger with {', '.join(sorted(set(stateful)))}")
-    if not isinstance(flow.spec.output, KafkaOutput | ConsoleOutput | MemoryOutput):
+    if not isinstance(flow.spec.output, KafkaOutput | MemoryOutput):
         yield Issue(
             f"uses the continuous trigger with output {flow.spec.output.describe(flow.ctx)}"
         )

@@ -12,13 +12,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from confluent_kafka import Consumer
 from pyspark.sql import SparkSession
 
 from eventlake.config import Settings
 from eventlake.generator import GeneratedRecord, OrdersConfig, OrdersGenerator, send
 from eventlake.kafka import topic_offsets
-from eventlake.testing import read_delta, run_available_now, settings_for, unique_name
+from eventlake.testing import consume_topic, read_delta, run_available_now, settings_for
 from tests.integration.orders_expected import (
     HALF_HOUR,
     HOUR,
@@ -40,25 +39,6 @@ def late_dropped(settings: Settings) -> dict[str, int]:
     """One available-now run of orders: rows dropped by the watermark, per flow."""
     result = run_available_now("orders", settings)
     return {name: t.dropped_by_watermark for name, t in result.flows.items()}
-
-
-def consume_all(bootstrap: str, topic: str) -> list[tuple[str, str]]:
-    ends = topic_offsets(bootstrap, topic)
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": unique_name("g"),
-         "auto.offset.reset": "earliest", "enable.auto.commit": False}
-    )  # fmt: skip
-    consumer.subscribe([topic])
-    out: list[tuple[str, str]] = []
-    try:
-        while len(out) < sum(ends.values()):
-            msg = consumer.poll(10)
-            assert msg is not None, f"only {len(out)} of {sum(ends.values())} records read"
-            if msg.error() is None:
-                out.append((msg.key().decode(), msg.value().decode()))
-    finally:
-        consumer.close()
-    return out
 
 
 def table(settings: Settings, layer: str, name: str) -> pd.DataFrame:
@@ -139,7 +119,7 @@ def test_orders_pipeline_matches_an_independent_computation(
     assert (dropped["orders.revenue_hourly"] > 0) == (dropped_tumbling > 0)
 
     # high_value_orders: exactly the silver orders over 1000 (no crash: no duplicates).
-    records = consume_all(bootstrap, high)
+    records = consume_topic(bootstrap, high)
     want_high = {oid for oid, o in exp.silver.items() if o["amount"] > 1000}
     assert want_high
     assert sorted(k for k, _ in records) == sorted(want_high)

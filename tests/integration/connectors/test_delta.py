@@ -1,0 +1,282 @@
+"""Delta input and output options end to end: starting version and timestamp,
+skipChangeCommits, the change data feed, partitioned writes, merge_schema and complete
+mode; tables read back with delta-rs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable as RsDeltaTable
+from pyspark.sql import DataFrame, SparkSession
+
+from eventlake.connectors import (
+    BatchContext,
+    DeltaInput,
+    DeltaOutput,
+    FanOut,
+    KafkaInput,
+    MergeDelta,
+    ToDelta,
+)
+from eventlake.context import FlowContext
+from eventlake.errors import EventlakeError
+from eventlake.kafka import produce
+from eventlake.pipelines import Pipeline
+from eventlake.testing import read_delta, run_available_now, settings_for, unique_name
+
+pytestmark = pytest.mark.integration
+
+
+def _pipeline() -> Pipeline:
+    return Pipeline(unique_name("delta").replace("-", "_"))
+
+
+def _as_is(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    return df
+
+
+def _append(spark: SparkSession, path: Path, ids: list[str], amount: int = 1) -> None:
+    """One Delta commit appending ``ids`` (written by Spark's batch API, outside the flow)."""
+    rows = [(i, amount) for i in ids]
+    spark.createDataFrame(rows, "id STRING, amount INT").write.format("delta").mode("append").save(
+        str(path)
+    )
+
+
+def _ids(path: Path) -> list[str]:
+    return sorted(r["id"] for r in read_delta(path).to_pylist())
+
+
+@pytest.mark.parametrize("start", ["starting_version", "starting_timestamp"])
+def test_delta_input_starts_at_a_version_or_timestamp(
+    spark: SparkSession, tmp_path: Path, start: str
+) -> None:
+    source = tmp_path / "lake" / "bronze" / "source"
+    for commit in range(4):  # versions 0..3
+        _append(spark, source, [f"v{commit}-{i}" for i in range(3)])
+    history = {h["version"]: h["timestamp"] for h in RsDeltaTable(str(source)).history()}
+    if start == "starting_version":
+        inp = DeltaInput("bronze", "source", starting_version=2)
+    else:  # the commit time of version 2, in ms: Delta reads the versions from there on
+        inp = DeltaInput("bronze", "source", starting_timestamp=_iso_ms(history[2]))
+    pipeline = _pipeline()
+    pipeline.flow(name="copy", input=inp, output=DeltaOutput("silver", "copy"))(_as_is)
+
+    run_available_now(pipeline, settings_for(tmp_path))
+
+    assert _ids(tmp_path / "lake" / "silver" / "copy") == sorted(
+        f"v{c}-{i}" for c in (2, 3) for i in range(3)
+    )
+
+
+def _iso_ms(epoch_ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def test_skip_change_commits_reads_appends_past_updates_and_deletes(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    source = tmp_path / "lake" / "bronze" / "source"
+    _append(spark, source, ["a", "b", "c"])
+    pipeline = _pipeline()
+    pipeline.flow(name="strict", input=DeltaInput("bronze", "source"),
+                  output=DeltaOutput("silver", "strict"))(_as_is)  # fmt: skip
+    pipeline.flow(name="skipping", input=DeltaInput("bronze", "source", skip_change_commits=True),
+                  output=DeltaOutput("silver", "skipping"))(_as_is)  # fmt: skip
+    settings = settings_for(tmp_path)
+    run_available_now(pipeline, settings)
+    quoted = str(source).replace("`", "``")
+    spark.sql(f"DELETE FROM delta.`{quoted}` WHERE id = 'a'")
+    spark.sql(f"UPDATE delta.`{quoted}` SET amount = 5 WHERE id = 'b'")
+    _append(spark, source, ["d"])
+
+    # A flow that reads only appends stops at the change, with a coded error.
+    with pytest.raises(EventlakeError) as caught:
+        run_available_now(pipeline, settings, flows=["strict"])
+    assert caught.value.code == "EL-QUERY-001"
+    assert "skip_change_commits=True" in (caught.value.fix or "")
+    # skip_change_commits passes over the DELETE and UPDATE and reads the append after.
+    run_available_now(pipeline, settings, flows=["skipping"])
+
+    assert _ids(tmp_path / "lake" / "silver" / "skipping") == ["a", "b", "c", "d"]
+
+
+ACCOUNTS = "id STRING, balance INT"
+
+
+def _merge_accounts(target: object, source: DataFrame, batch: BatchContext) -> object:
+    """Upsert by id; a record with ``deleted`` removes the account."""
+    return (
+        target.alias("t")  # type: ignore[attr-defined]
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedDelete("s.deleted")
+        .whenMatchedUpdate(set={"balance": "s.balance"})
+        .whenNotMatchedInsert(condition="NOT s.deleted", values={"id": "s.id",
+                                                                 "balance": "s.balance"})
+    )  # fmt: skip
+
+
+def _accounts(ctx: FlowContext, df: DataFrame, batch: BatchContext) -> DataFrame:
+    return df.select("id", "balance", "deleted")
+
+
+def test_change_feed_input_follows_merges(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic()
+    pipeline = _pipeline()
+
+    @pipeline.flow(
+        input=KafkaInput(),
+        output=FanOut(
+            MergeDelta("silver", "accounts", _merge_accounts, ACCOUNTS, prepare=_accounts)
+        ),
+    )
+    def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        event = F.from_json(F.col("value").cast("string"), "id STRING, balance INT, deleted "
+                            "BOOLEAN")  # fmt: skip
+        return df.select(event.alias("e")).select("e.id", "e.balance", "e.deleted")
+
+    @pipeline.flow(
+        input=DeltaInput("silver", "accounts", change_feed=True),
+        output=DeltaOutput("gold", "account_changes"),
+    )
+    def changes(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        return df.select("id", "balance", "_change_type", "_commit_version")
+
+    def send(*events: tuple[str, int, bool]) -> None:
+        produce(bootstrap, topic, [(i, json.dumps({"id": i, "balance": b, "deleted": d}))
+                                   for i, b, d in events])  # fmt: skip
+
+    settings = settings_for(tmp_path, bootstrap, **{pipeline.name: {"topic": topic}})
+    send(("a", 10, False), ("b", 20, False), ("c", 30, False))
+    run_available_now(pipeline, settings)
+    send(("b", 25, False), ("c", 0, True), ("d", 40, False))
+    run_available_now(pipeline, settings)
+
+    gold = read_delta(tmp_path / "lake" / "gold" / "account_changes").to_pylist()
+    versions = sorted({r["_commit_version"] for r in gold})
+    # The first run starts with the table as it was (a snapshot, as inserts); the second
+    # run's MERGE is one later commit with every kind of change.
+    assert len(versions) == 2
+    first, second = versions
+    got = sorted((r["_commit_version"], r["id"], r["balance"], r["_change_type"]) for r in gold)
+    assert got == sorted([
+        (first, "a", 10, "insert"), (first, "b", 20, "insert"), (first, "c", 30, "insert"),
+        (second, "b", 20, "update_preimage"), (second, "b", 25, "update_postimage"),
+        (second, "c", 30, "delete"), (second, "d", 40, "insert"),
+    ])  # fmt: skip
+    silver_props = RsDeltaTable(str(tmp_path / "lake" / "silver" / "accounts")).metadata()
+    assert silver_props.configuration.get("delta.enableChangeDataFeed") == "true"
+
+
+def test_partitioned_delta_output(spark: SparkSession, tmp_path: Path) -> None:
+    source = tmp_path / "lake" / "bronze" / "source"
+    _append(spark, source, [f"x{i}" for i in range(6)])
+    pipeline = _pipeline()
+
+    def bucketed(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        return df.withColumn("bucket", F.substring("id", 2, 1).cast("int") % 2)
+
+    source_table, by = DeltaInput("bronze", "source"), ("bucket",)
+    streamed = DeltaOutput("silver", "by_bucket", partition_by=by)
+    pipeline.flow(name="streamed", input=source_table, output=streamed)(bucketed)
+    fanned = FanOut(ToDelta("silver", "by_bucket_fanout", partition_by=by))
+    pipeline.flow(name="fanned", input=source_table, output=fanned)(bucketed)
+
+    run_available_now(pipeline, settings_for(tmp_path))
+
+    for name in ("by_bucket", "by_bucket_fanout"):
+        out = tmp_path / "lake" / "silver" / name
+        table = RsDeltaTable(str(out))
+        assert table.metadata().partition_columns == ["bucket"]
+        assert sorted(p.name for p in out.glob("bucket=*")) == ["bucket=0", "bucket=1"]
+        rows = table.to_pyarrow_table().to_pylist()
+        assert sorted((r["id"], r["bucket"]) for r in rows) == [(f"x{i}", i % 2) for i in range(6)]
+
+
+def test_merge_schema_takes_a_column_added_mid_stream(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic()
+    produce(bootstrap, topic, [(f"o{i}", json.dumps({"id": f"o{i}", "amount": i}))
+                               for i in range(3)])  # fmt: skip
+
+    def declare(with_currency: bool, merge_schema: bool) -> Pipeline:
+        """The same flow, before and after the producer added ``currency``."""
+        pipeline = Pipeline("orders_evolving")
+
+        def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
+            from pyspark.sql import functions as F
+
+            value = F.col("value").cast("string")
+            cols = [F.get_json_object(value, "$.id").alias("id"),
+                    F.get_json_object(value, "$.amount").cast("int").alias("amount")]  # fmt: skip
+            if with_currency:
+                cols.append(F.get_json_object(value, "$.currency").alias("currency"))
+            return df.select(*cols)
+
+        orders = DeltaOutput("silver", "orders", merge_schema=merge_schema)
+        pipeline.flow(name="silver", input=KafkaInput(), output=orders)(silver)
+        fanned = FanOut(ToDelta("silver", "orders_fanout", merge_schema=merge_schema))
+        pipeline.flow(name="fanned", input=KafkaInput(), output=fanned)(silver)
+        return pipeline
+
+    settings = settings_for(tmp_path, bootstrap, orders_evolving={"topic": topic})
+    run_available_now(declare(with_currency=False, merge_schema=False), settings)
+    with_currency = [{"id": f"o{i}", "amount": i, "currency": "EUR"} for i in (3, 4)]
+    produce(bootstrap, topic, [(e["id"], json.dumps(e)) for e in with_currency])
+
+    # The new column without merge_schema: the batch fails with a coded error, nothing lands.
+    with pytest.raises(EventlakeError) as caught:
+        run_available_now(declare(with_currency=True, merge_schema=False), settings)
+    assert caught.value.code == "EL-QUERY-001"
+    assert "merge_schema=True" in (caught.value.fix or "")
+    # On the same checkpoint with merge_schema: the column joins the table.
+    run_available_now(declare(with_currency=True, merge_schema=True), settings)
+
+    for name in ("orders", "orders_fanout"):
+        rows = read_delta(tmp_path / "lake" / "silver" / name).to_pylist()
+        assert sorted((r["id"], r["amount"], r["currency"]) for r in rows) == [
+            ("o0", 0, None), ("o1", 1, None), ("o2", 2, None), ("o3", 3, "EUR"), ("o4", 4, "EUR")
+        ]  # fmt: skip
+
+
+def test_complete_mode_rewrites_the_aggregate_each_batch(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic()
+    pipeline = _pipeline()
+
+    @pipeline.flow(
+        input=KafkaInput(), output=DeltaOutput("gold", "per_key"), output_mode="complete"
+    )
+    def per_key(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        return df.selectExpr("CAST(key AS STRING) AS key").groupBy("key").count()
+
+    settings = settings_for(tmp_path, bootstrap, **{pipeline.name: {"topic": topic}})
+    produce(bootstrap, topic, [("a", "1"), ("b", "1"), ("a", "1")])
+    run_available_now(pipeline, settings)
+    out = tmp_path / "lake" / "gold" / "per_key"
+    first = sorted((r["key"], r["count"]) for r in read_delta(out).to_pylist())
+    produce(bootstrap, topic, [("a", "1"), ("c", "1")])
+    run_available_now(pipeline, settings)
+
+    assert first == [("a", 2), ("b", 1)]
+    # Totals over both runs, each key once: the table was rewritten, not appended to.
+    assert sorted((r["key"], r["count"]) for r in read_delta(out).to_pylist()) == [
+        ("a", 3), ("b", 1), ("c", 1)
+    ]  # fmt: skip
+    history = RsDeltaTable(str(out)).history()
+    updates = [h for h in history if h["operation"] == "STREAMING UPDATE"]
+    modes = [h.get("operationParameters", {}).get("outputMode") for h in updates]
+    assert modes == ["Complete", "Complete"]
