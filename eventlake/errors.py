@@ -62,6 +62,7 @@ class ErrorCode(StrEnum):
     LATENESS_UNAVAILABLE = "EL-LATENESS-001"
     TOOLS_MISSING = "EL-TOOLS-001"
     ICEBERG_UNAVAILABLE = "EL-ICEBERG-001"
+    EXPECTATION_FAILED = "EL-EXPECT-001"
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,9 @@ _KAFKA_TIMEOUT = ("org.apache.kafka.common.errors.TimeoutException",)
 _CLASS_MISSING = ("java.lang.ClassNotFoundException", "java.lang.NoClassDefFoundError")
 _JARS_CONDITIONS = ("DATA_SOURCE_NOT_FOUND",)
 
+_RAISED = "USER_RAISED_EXCEPTION"
+#: Starts the message of a `fail` expectation's raise_error (eventlake.pipelines.expectations).
+FAIL_MARK = "eventlake expectation failed"
 _CHANGED_SOURCE = (
     "the Delta table the flow reads had rows updated or deleted, and a Delta stream reads "
     "appends only: declare DeltaInput(..., skip_change_commits=True) to read the appends "
@@ -302,6 +306,10 @@ def _translate(exc: BaseException, context: str) -> EventlakeError:
         return EventlakeError(
             ErrorCode.KAFKA_UNREACHABLE, f"{where}Kafka did not answer in time ({cause})."
         )
+    failed = [c for c in causes if c.condition == _RAISED and FAIL_MARK in c.message]
+    if failed:
+        text = failed[-1].message.split(FAIL_MARK, 1)[1].lstrip(": ").splitlines()[0]
+        return EventlakeError(ErrorCode.EXPECTATION_FAILED, f"{where}expectation {text}")
     if isinstance(exc, StreamingQueryException):
         fixes = [_FIXES[c.condition] for c in causes if c.condition in _FIXES]
         return EventlakeError(

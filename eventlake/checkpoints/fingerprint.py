@@ -22,15 +22,18 @@ class Fingerprint:
     sink: str
     output_mode: str
     stateful: tuple[str, ...]
+    #: ``column delay`` of each watermark (absent from fingerprints written before it).
+    watermarks: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["stateful"] = list(self.stateful)
+        data["watermarks"] = list(self.watermarks)
         return data
 
     def changed_from(self, recorded: dict[str, Any]) -> list[str]:
         """The keys whose recorded value differs from this fingerprint's."""
-        return sorted(k for k, v in self.as_dict().items() if recorded.get(k) != v)
+        return sorted(k for k, v in self.as_dict().items() if k in recorded and recorded[k] != v)
 
 
 def read_fingerprint(checkpoint: Path) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""`eventlake status | checkpoint show | checkpoint reset | lateness`."""
+"""`eventlake status | checkpoint show | checkpoint reset | lateness | upgrade-check`."""
 
 from __future__ import annotations
 
@@ -307,3 +307,35 @@ def lateness(
             lo = f"{bound:g}" if bound else lo
             bar = "█" * round(40 * count / peak)
             console.print(f"  {label:>14} {count:>9} {bar}", highlight=False)
+
+
+def upgrade_check(
+    ctx: typer.Context,
+    pipeline_name: Annotated[str, typer.Argument(metavar="PIPELINE")],
+    output: FormatOpt = "table",
+    module: ModuleOpt = None,
+) -> None:
+    """Say per flow whether the code as now written resumes from its checkpoint: safely,
+    with changed results (how), or not at all (what state would be lost, and the command to
+    start afresh). Exit 0 when every flow can resume, 1 when one cannot."""
+    from eventlake.session import get_spark
+    from eventlake.validation.upgrade import BLOCKED, CHANGES, upgrade_verdicts
+
+    _check_format(output)
+    state: CliState = ctx.obj
+    settings, registry = _registry(state, module)
+    pipeline = registry.get(pipeline_name)
+    pipeline.parse_params(settings.pipelines.get(pipeline.name))
+    verdicts = upgrade_verdicts(pipeline, settings, get_spark(settings))
+    if output == "json":
+        typer.echo(json.dumps([v.as_dict() for v in verdicts], indent=2))
+    else:
+        table = Table(title=f"upgrade check: {pipeline.name}", show_lines=True)
+        for column in ("flow", "verdict", "why", "fix"):
+            table.add_column(column, overflow="fold")
+        colours = {BLOCKED: "red", CHANGES: "yellow"}
+        for v in verdicts:
+            colour = colours.get(v.outcome, "green")
+            table.add_row(v.flow, f"[{colour}]{v.outcome}[/]", "\n".join(v.reasons), v.fix or "")
+        Console().print(table)
+    raise typer.Exit(1 if any(v.outcome == BLOCKED for v in verdicts) else 0)

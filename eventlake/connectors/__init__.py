@@ -28,7 +28,13 @@ from eventlake.connectors.fanout import FanOut
 from eventlake.connectors.files import FilesInput, FilesOutput
 from eventlake.connectors.http import HttpOutput
 from eventlake.connectors.iceberg import IcebergInput, IcebergOutput
-from eventlake.connectors.kafka import KafkaInput, KafkaOutput, ToKafka, kafka_records
+from eventlake.connectors.kafka import (
+    KafkaInput,
+    KafkaOutput,
+    ToKafka,
+    ToKafkaExactlyOnce,
+    kafka_records,
+)
 from eventlake.connectors.postgres import ToPostgres
 from eventlake.connectors.rate import RateInput
 
@@ -55,6 +61,7 @@ __all__ = [
     "Target",
     "ToDelta",
     "ToKafka",
+    "ToKafkaExactlyOnce",
     "ToPostgres",
     "delta_transaction",
     "ensure_delta_table",

@@ -6,6 +6,7 @@ declaration names), so the same flow reads another topic on another cluster unch
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -264,3 +265,124 @@ class ToKafka(_TopicByParam, Target):
         rows = self.rows(df, batch)
         self._check_columns(batch.ctx, rows.columns)
         rows.write.format("kafka").options(**self._options(batch.ctx)).save()
+
+
+@dataclass(frozen=True)
+class ToKafkaExactlyOnce(_TopicByParam, Target):
+    """Send the batch's ``key``/``value`` rows to ``pipelines.<p>.<topic_param>`` in one
+    Kafka transaction that also records the batch as done.
+
+    Delivery guarantee: exactly-once for consumers reading with
+    ``isolation.level=read_committed``. The transaction holds the batch's records and a
+    commit mark: the offset ``batch id + 1`` (with the checkpoint id and batch id as
+    metadata) of the consumer group :meth:`group` on partition 0 of the topic, sent with
+    ``send_offsets_to_transaction``. Both commit together or not at all. Before writing,
+    the target reads the mark; a batch at or below it is skipped (the run died after
+    Kafka's commit and before Spark's). The producer's ``transactional.id`` is that same
+    name, stable for the flow, target and checkpoint: a restarted run's
+    ``init_transactions`` fences the dead run's producer and aborts its open transaction,
+    so read_committed consumers never see those records (read_uncommitted ones do).
+
+    Limits: the records go through one producer on the driver (``toLocalIterator``), so a
+    batch must fit a transaction (``transaction_timeout_ms``, at most the broker's
+    ``transaction.max.timeout.ms``) and throughput is one producer's. An open transaction
+    of a run that is never restarted holds read_committed consumers back until that
+    timeout aborts it. A new checkpoint is a new scope: its batches are written again.
+    Rows route by ``topic_param`` only (the mark needs a known topic).
+    """
+
+    prepare: Prepare | None = None
+    transaction_timeout_ms: int = 60_000
+    guarantee = Guarantee.EXACTLY_ONCE
+
+    def __post_init__(self) -> None:
+        if self.topic_param is None:
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                "ToKafkaExactlyOnce() was given no topic_param.",
+                expected="the param naming the topic, where the batch's commit mark is kept",
+                fix="pass it, ToKafkaExactlyOnce('out_topic'); route by a topic column with "
+                "ToKafka() (at-least-once)",
+            )
+
+    def target_id(self, flow: FlowConfig) -> str:
+        return f"kafka-eo:{self._topic(flow)}"
+
+    def group(self, batch: BatchContext) -> str:
+        """The consumer group holding the mark, also the producer's ``transactional.id``."""
+        import hashlib
+
+        scope = batch.app_id(self.target_id(batch.ctx))
+        return f"eventlake-txn-{hashlib.sha256(scope.encode()).hexdigest()[:24]}"
+
+    def committed_batch(self, batch: BatchContext) -> int | None:
+        """The last batch id whose transaction committed in this scope, or None."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        kafka = batch.ctx.settings.kafka
+        consumer = Consumer({**kafka.client_options(), "bootstrap.servers":
+                             kafka.bootstrap_servers, "group.id": self.group(batch),
+                             "isolation.level": "read_committed",
+                             "enable.auto.commit": False})  # fmt: skip
+        try:
+            [mark] = consumer.committed([TopicPartition(self._mark_topic(batch), 0)], timeout=30)
+        finally:
+            consumer.close()
+        return mark.offset - 1 if mark.offset > 0 else None
+
+    def write(self, df: DataFrame, batch: BatchContext) -> None:
+        import json
+
+        from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+        done = self.committed_batch(batch)
+        if done is not None and done >= batch.batch_id:
+            return
+        topic = self._mark_topic(batch)
+        rows = self.rows(df, batch)
+        self._check_columns(batch.ctx, rows.columns)
+        kafka = batch.ctx.settings.kafka
+        common = {**kafka.client_options(), "bootstrap.servers": kafka.bootstrap_servers}
+        group = self.group(batch)
+        producer = Producer({**common, "transactional.id": group, "linger.ms": 5,
+                             "transaction.timeout.ms": self.transaction_timeout_ms})  # fmt: skip
+        producer.init_transactions(30)  # fences an earlier run's producer, aborts its open txn
+        producer.begin_transaction()
+        try:
+            has_key = "key" in rows.columns
+            for row in rows.select(*(["key"] if has_key else []), "value").toLocalIterator():
+                key = row["key"] if has_key else None
+                while True:
+                    try:
+                        producer.produce(topic, key=_bytes(key), value=_bytes(row["value"]))
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+            mark = json.dumps({"checkpoint": batch.stream_id, "batch": batch.batch_id})
+            consumer = Consumer({**common, "group.id": group, "enable.auto.commit": False})
+            try:
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(topic, 0, batch.batch_id + 1, metadata=mark)],
+                    consumer.consumer_group_metadata(),
+                    30,
+                )
+            finally:
+                consumer.close()
+            producer.commit_transaction(self.transaction_timeout_ms / 1000)
+        except BaseException:
+            with contextlib.suppress(KafkaException):  # a fenced producer cannot abort
+                producer.abort_transaction(30)
+            raise
+
+    def _mark_topic(self, batch: BatchContext) -> str:
+        topic = self._topic(batch.ctx)
+        assert topic is not None  # __post_init__ requires topic_param
+        return topic
+
+
+def _bytes(value: object) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return str(value).encode()

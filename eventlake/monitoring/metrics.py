@@ -67,6 +67,11 @@ class PipelineMetrics:
         self.quarantined = Counter(
             "eventlake_quarantined_rows", "Rows written to a quarantine table.", FLOW, registry=r
         )
+        self.expectation_rows = Counter(
+            "eventlake_expectation_rows",
+            "Rows an expectation checked, by outcome (passed, failed).",
+            (*FLOW, "expectation", "outcome"), registry=r,
+        )  # fmt: skip
         self.lag_records = Gauge(
             "eventlake_kafka_lag_records",
             "Records in the partition the flow has not processed yet.",
@@ -117,6 +122,9 @@ class PipelineMetrics:
         self.state_bytes.labels(*labels).set(p.state_bytes)
         self.dropped.labels(*labels).inc(p.dropped_by_watermark)
         self.quarantined.labels(*labels).inc(p.quarantined_rows)
+        for name, passed, failed in p.expectations:
+            self.expectation_rows.labels(*labels, name, "passed").inc(passed)
+            self.expectation_rows.labels(*labels, name, "failed").inc(failed)
         self.last_batch.labels(*labels).set(p.batch_id)
         self.last_commit.labels(*labels).set(p.timestamp + p.batch_duration_ms / 1000.0)
 

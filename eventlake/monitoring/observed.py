@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 OUTPUT = "eventlake_output_rows"
 QUARANTINE = "eventlake_quarantined_rows"
+#: Each expectation's passed and failed rows (``eventlake.pipelines.expectations``).
+EXPECTATIONS = "eventlake_expectations"
 _names = itertools.count(1)
 
 
@@ -38,9 +40,23 @@ def observed_counts(metrics: Mapping[str, Any] | None) -> tuple[int | None, int]
     """(output rows or None when not observed, quarantined rows) of one batch's progress."""
     output, quarantined = None, 0
     for name, row in (metrics or {}).items():
+        if name == EXPECTATIONS:
+            continue
         value = int(row[0] or 0) if row is not None and len(row) else 0
         if name == OUTPUT:
             output = value
         elif name.startswith(QUARANTINE):
             quarantined += value
     return output, quarantined
+
+
+def expectation_counts(metrics: Mapping[str, Any] | None) -> tuple[tuple[str, int, int], ...]:
+    """(name, passed, failed) per expectation of the flow, from one batch's metrics."""
+    row = (metrics or {}).get(EXPECTATIONS)
+    if row is None:
+        return ()
+    values = row.asDict() if hasattr(row, "asDict") else dict(row)
+    names = [k.removesuffix(".passed") for k in values if k.endswith(".passed")]
+    return tuple(
+        (n, int(values.get(f"{n}.passed") or 0), int(values.get(f"{n}.failed") or 0)) for n in names
+    )

@@ -16,7 +16,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from rich.console import Console
 
 from eventlake.monitoring.lag import Offsets, parse_kafka_offsets
-from eventlake.monitoring.observed import observed_counts
+from eventlake.monitoring.observed import expectation_counts, observed_counts
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,8 @@ class BatchProgress:
     #: Rows the flow handed to its output (None when not observed).
     output_rows: int | None = None
     quarantined_rows: int = 0
+    #: Per expectation of the flow: (name, rows passed, rows failed).
+    expectations: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def state_bytes(self) -> int:
@@ -60,6 +62,7 @@ class BatchProgress:
             f"state {self.state_rows}"
             + (f" ({self.state_detail()})" if self.operators else "")
             + f", late dropped {self.dropped_by_watermark}"
+            + "".join(f", {n} {ok}/{ok + bad}" for n, ok, bad in self.expectations)
         )
 
 
@@ -83,6 +86,7 @@ def _progress(p: Any) -> BatchProgress:
     for source in p.sources or []:
         kafka.update(parse_kafka_offsets(source.endOffset))
     output, quarantined = observed_counts(p.observedMetrics)
+    expectations = expectation_counts(p.observedMetrics)
     return BatchProgress(
         query=p.name or str(p.id),
         batch_id=int(p.batchId),
@@ -100,6 +104,7 @@ def _progress(p: Any) -> BatchProgress:
         kafka_offsets=kafka,
         output_rows=output,
         quarantined_rows=quarantined,
+        expectations=expectations,
     )
 
 

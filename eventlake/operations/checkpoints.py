@@ -103,9 +103,12 @@ def inspect_checkpoint(config: FlowConfig, *, last: int = 10) -> CheckpointRepor
     )
 
 
-def state_operators(spark: SparkSession, checkpoint: Path) -> list[dict[str, Any]]:
+def state_operators(
+    spark: SparkSession, checkpoint: Path, *, count: bool = True
+) -> list[dict[str, Any]]:
     """Each stateful operator of the checkpoint, via Spark's state data sources: name,
-    store, partitions, batches, key and value schema, rows, bytes on disk."""
+    store, partitions, batches, key and value schema, rows (with ``count``), bytes on
+    disk."""
     if not (checkpoint / "state").is_dir():
         return []
     # RocksDB reports to the state store coordinator, which the session creates with its
@@ -133,7 +136,8 @@ def state_operators(spark: SparkSession, checkpoint: Path) -> list[dict[str, Any
             )
             entry["key_schema"] = store.schema["key"].dataType.simpleString()
             entry["value_schema"] = store.schema["value"].dataType.simpleString()
-            entry["rows"] = store.count()
+            if count:
+                entry["rows"] = store.count()
         except Exception as exc:  # e.g. transformWithState needs its state variable named
             entry["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
         operators.append(entry)

@@ -101,6 +101,8 @@ class RunMonitor:
         if flow is None:
             return
         self.metrics.batch(p)
+        if p.expectations:
+            record_expectations(flow, p)
         if p.kafka_offsets:
             with self._lock:
                 self._offsets[flow.spec.name] = p.kafka_offsets
@@ -214,3 +216,32 @@ class RunMonitor:
                 path.unlink()
         except (OSError, ValueError):
             pass
+
+
+#: The event table of expectation counts, under ``lake.root``.
+EXPECTATIONS_TABLE = ("_eventlake", "expectations")
+
+
+def record_expectations(flow: PlannedFlow, p: BatchProgress) -> None:
+    """Append the batch's count per expectation to ``<lake.root>/_eventlake/expectations``
+    (delta-rs, from the listener's thread: no Spark job). A replayed batch appears again
+    with the same batch id."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    rules = {r.name: r for r in flow.spec.expectations}
+    rows = [
+        {"pipeline": flow.spec.pipeline, "flow": flow.spec.name, "batch_id": p.batch_id,
+         "batch_time": p.timestamp, "expectation": name,
+         "condition": rules[name].condition if name in rules else None,
+         "on_violation": rules[name].on_violation if name in rules else None,
+         "passed": passed, "failed": failed}
+        for name, passed, failed in p.expectations
+    ]  # fmt: skip
+    schema = pa.schema([("pipeline", pa.string()), ("flow", pa.string()),
+                        ("batch_id", pa.int64()), ("batch_time", pa.float64()),
+                        ("expectation", pa.string()), ("condition", pa.string()),
+                        ("on_violation", pa.string()), ("passed", pa.int64()),
+                        ("failed", pa.int64())])  # fmt: skip
+    path = flow.ctx.lake_root.joinpath(*EXPECTATIONS_TABLE)
+    write_deltalake(str(path), pa.Table.from_pylist(rows, schema=schema), mode="append")

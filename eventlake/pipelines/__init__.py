@@ -9,8 +9,10 @@ from eventlake.config.params import PipelineParams
 from eventlake.context import FlowConfig, FlowContext
 from eventlake.durations import SparkInterval
 from eventlake.pipelines.api import FlowSpec, Pipeline, Registry, registration
+from eventlake.pipelines.expectations import Expectation, expect
 
 __all__ = [
+    "Expectation",
     "FlowConfig",
     "FlowContext",
     "FlowSpec",
@@ -18,5 +20,6 @@ __all__ = [
     "PipelineParams",
     "Registry",
     "SparkInterval",
+    "expect",
     "registration",
 ]

@@ -28,6 +28,7 @@ from eventlake.config.params import PipelineParams
 from eventlake.connectors.base import Guarantee, Input, Output
 from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.pipelines.expectations import Expectation, expectations_of, with_quarantine
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -55,6 +56,8 @@ class FlowSpec:
     inputs: tuple[tuple[str, Input], ...] = ()
     #: The delivery guarantee the flow must give; EL-W105 warns when its output is weaker.
     guarantee: Guarantee | None = None
+    #: Data-quality rules on the transform's result (``@expect``), top first.
+    expectations: tuple[Expectation, ...] = ()
 
     def all_inputs(self) -> list[Input]:
         return [self.input, *(i for _, i in self.inputs)]
@@ -132,12 +135,20 @@ class Pipeline:
                     " or ".join(OUTPUT_MODES), "use one of Spark's output modes",
                 )  # fmt: skip
             doc = (fn.__doc__ or "").strip().splitlines()
+            rules = expectations_of(fn)
+            if rules and output_mode != "append" and with_quarantine(output, rules, where) \
+                    is not output:  # fmt: skip
+                raise _definition_error(
+                    where, f"quarantines rows in {output_mode} mode",
+                    "append mode for on_violation='quarantine'", "use drop or fail instead",
+                )  # fmt: skip
             self.flows[flow_name] = FlowSpec(
-                self.name, flow_name, input, output, fn, output_mode, trigger,
-                description=description or (doc[0] if doc else ""),
+                self.name, flow_name, input, with_quarantine(output, rules, where), fn,
+                output_mode, trigger, description=description or (doc[0] if doc else ""),
                 inputs=tuple(sorted((inputs or {}).items())),
-                guarantee=_guarantee(where, guarantee),
+                guarantee=_guarantee(where, guarantee), expectations=rules,
             )  # fmt: skip
+            setattr(fn, "__eventlake_flow__", f"{self.name}.{flow_name}")  # noqa: B010
             return fn
 
         return decorate

@@ -19,7 +19,8 @@ from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.monitoring.observed import count_output
 from eventlake.pipelines.api import FlowSpec, Pipeline
-from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree
+from eventlake.pipelines.expectations import apply_expectations
+from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree, watermarks
 from eventlake.triggers import is_micro_batch
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class PlannedFlow:
             sink=self.spec.output.describe(self.ctx),
             output_mode=self.spec.output_mode,
             stateful=tuple(sorted(n.name for n in tree.walk() if n.name in (*STATEFUL, "Join"))),
+            watermarks=watermarks(tree),
         )
 
 
@@ -165,8 +167,15 @@ def build_plan(
             streams = {r: i.read(bare) for r, i in spec.inputs}
             ctx = FlowContext.of(config, spark, streams, flow_trigger)
             df = spec.transform(ctx, spec.input.read(ctx))
+            if spec.expectations and not is_micro_batch(flow_trigger):
+                raise EventlakeError(
+                    ErrorCode.PIPELINE_INVALID,
+                    f"{where} has expectations and runs with the {flow_trigger} trigger.",
+                    expected="a micro-batch trigger (their counts are per batch)",
+                    fix="run the flow with a processing-time or available-now trigger",
+                )
             if getattr(df, "isStreaming", False) and is_micro_batch(flow_trigger):
-                df = count_output(df)
+                df = count_output(apply_expectations(df, spec.expectations))
             if not getattr(df, "isStreaming", False):
                 raise EventlakeError(
                     ErrorCode.PIPELINE_INVALID,

@@ -84,3 +84,58 @@ def parse_tree(text: str) -> PlanNode:
 
 def analysed_tree(df: DataFrame) -> PlanNode:
     return parse_tree(str(df._jdf.queryExecution().analyzed().treeString()))
+
+
+#: Spark's state-metadata operator names by the logical plan node that keeps the state.
+STATE_OPERATORS = {
+    "Aggregate": "stateStoreSave",
+    "Deduplicate": "dedupe",
+    "DeduplicateWithinWatermark": "dedupeWithinWatermark",
+    "Join": "symmetricHashJoin",
+    "FlatMapGroupsWithState": "flatMapGroupsWithState",
+    "FlatMapGroupsInPandasWithState": "flatMapGroupsWithState",
+    "TransformWithState": "transformWithStateExec",
+    "TransformWithStateInPandas": "transformWithStateInPySparkExec",
+    "TransformWithStateInPySpark": "transformWithStateInPySparkExec",
+}
+#: Operators whose state key is the node's bracketed key list (grouping or dedup columns).
+KEYED = ("Aggregate", "Deduplicate", "DeduplicateWithinWatermark")
+_ATTRIBUTE_ID = re.compile(r"#\d+(-T\d+ms)?")
+
+
+@dataclass(frozen=True)
+class StatefulOperator:
+    """A stateful operator as the plan has it: Spark's state operator name, key columns."""
+
+    operator: str
+    keys: tuple[str, ...] | None = field(default=None)
+
+
+def planned_operators(tree: PlanNode) -> list[StatefulOperator]:
+    """The stateful operators of a plan (stream-stream joins only; a stream-static join
+    keeps no state), sorted."""
+    found = []
+    for node in tree.walk():
+        if node.name not in (*STATEFUL, "Join") or not node.streaming:
+            continue
+        if node.name == "Join" and not node.stream_stream_join:
+            continue
+        keys = None
+        if node.name in KEYED:
+            listed = [k for k in node.keys().split(",") if k.strip()]
+            keys = tuple(_ATTRIBUTE_ID.sub("", k).strip() for k in listed)
+        found.append(StatefulOperator(STATE_OPERATORS[node.name], keys))
+    return sorted(found, key=lambda o: (o.operator, o.keys or ()))
+
+
+def watermarks(tree: PlanNode) -> tuple[str, ...]:
+    """``column delay`` of each EventTimeWatermark of the plan, sorted.
+
+    Spark 4.2 writes the node as ``EventTimeWatermark <uuid>, ts#188: timestamp, 10 minutes``.
+    """
+    marks = []
+    for node in tree.find("EventTimeWatermark"):
+        parts = [p.strip() for p in node.text.removeprefix("EventTimeWatermark").split(",")]
+        column = next((p for p in parts if "#" in p), "?").split("#", 1)[0]
+        marks.append(f"{column} {parts[-1]}")
+    return tuple(sorted(marks))

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from eventlake.connectors.delta import DeltaInput, DeltaOutput, ensure_delta_table
 from eventlake.connectors.kafka import KafkaInput, KafkaOutput, kafka_records
-from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval
+from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval, expect
 from eventlake.transforms import first_failure, parse_json, quarantine_rows
 from eventlake.transforms.parsing import CORRUPT, INVALID_JSON, NULL_VALUE
 from eventlake.transforms.windows import flatten_window, windowed
@@ -114,8 +114,15 @@ def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
 
 @orders.flow(input=DeltaInput("bronze", "orders"), output=DeltaOutput("silver", "orders"))
+@expect("has_order_id", "trim(order_id) <> ''", on_violation="fail")
+@expect("has_event_time", "event_time IS NOT NULL", on_violation="fail")
+@expect("amount_not_negative", "amount >= 0", on_violation="fail")
 def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
-    """Valid orders, typed, de-duplicated by order_id within the dedup watermark."""
+    """Valid orders, typed, de-duplicated by order_id within the dedup watermark.
+
+    The expectations are its invariants: ``checked_orders`` sends records that break them
+    to the quarantine with a reason; should one ever get through, the flow stops.
+    """
     from pyspark.sql import functions as F
 
     p = ctx.typed(OrdersParams)

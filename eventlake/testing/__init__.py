@@ -73,31 +73,41 @@ def delta_version(path: Path | str) -> int:
     return int(DeltaTable(str(path)).version())
 
 
-def consume_topic(bootstrap: str, topic: str, *, timeout: float = 60.0) -> list[tuple[str, str]]:
-    """Every record now in ``topic`` as (key, value) text, read to the partitions' end
-    offsets by a consumer that commits nothing."""
-    from confluent_kafka import Consumer
+def consume_topic(
+    bootstrap: str, topic: str, *, committed_only: bool = False, timeout: float = 60.0
+) -> list[tuple[str, str]]:
+    """Every record now in ``topic`` as (key, value) text, read by assignment (no group,
+    nothing committed) up to each partition's end. ``committed_only`` reads as a
+    ``read_committed`` consumer: records of aborted or open transactions are left out."""
+    from confluent_kafka import Consumer, TopicPartition
 
     from eventlake.kafka import topic_offsets
 
-    expected = sum(topic_offsets(bootstrap, topic).values())
+    ends = topic_offsets(bootstrap, topic)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("g"),
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
-    consumer.subscribe([topic])
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "isolation.level":
+                         "read_committed" if committed_only else "read_uncommitted"})  # fmt: skip
+    parts = [TopicPartition(topic, p, 0) for p in ends]
+    consumer.assign(parts)
     out: list[tuple[str, str]] = []
+
+    def at_end() -> bool:  # by position: transaction markers take offsets too
+        return all(tp.offset >= ends[tp.partition] for tp in consumer.position(parts))
+
     deadline = time.monotonic() + timeout
     try:
-        while len(out) < expected:
+        while not at_end():
             if time.monotonic() >= deadline:
                 raise EventlakeError(
                     ErrorCode.QUERY_TIMEOUT,
-                    f"read {len(out)} of the {expected} records of '{topic}' in {timeout:.0f}s.",
-                    fix="look at the broker log",
+                    f"read {len(out)} records of '{topic}' but not to its end in {timeout:.0f}s.",
+                    fix="look at the broker log; an open transaction holds read_committed back",
                 )
-            msg = consumer.poll(1.0)
-            if msg is not None and msg.error() is None:
-                key, value = msg.key(), msg.value()
-                out.append((key.decode() if key else "", value.decode() if value else ""))
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                if msg.error() is None:
+                    key, value = msg.key(), msg.value()
+                    out.append((key.decode() if key else "", value.decode() if value else ""))
     finally:
         consumer.close()
     return out

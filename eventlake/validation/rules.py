@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from eventlake.checkpoints import read_fingerprint
 from eventlake.connectors import DeltaOutput, KafkaInput, KafkaOutput, MemoryOutput
 from eventlake.errors import CODES, EventlakeError
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode
@@ -145,18 +144,30 @@ def _real_time(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
 
 
 @rule("EL-V006")
-def _foreign_checkpoint(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
-    folder = flow.checkpoint
-    recorded = read_fingerprint(folder)
-    if recorded is not None:
-        changed = flow.fingerprint(tree).changed_from(recorded)
-        if changed:
-            changes = ", ".join(changed)
-            yield Issue(f"checkpoint {folder} was written by a different plan (changed: {changes})")
-    elif (folder / "offsets").is_dir():
-        yield Issue(
-            f"checkpoint {folder} holds a query's progress but was not written by this flow"
-        )
+def _checkpoint_cannot_resume(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
+    from eventlake.checkpoints import CheckpointLog
+    from eventlake.validation.upgrade import BLOCKED, checkpoint_operators, verdict
+
+    if not (flow.checkpoint / "offsets").is_dir():
+        return
+    # State exists once a batch committed; before that there is nothing to compare.
+    committed = CheckpointLog(flow.checkpoint).last_committed is not None
+    state = checkpoint_operators(flow.ctx.spark, flow) if committed else None
+    found = verdict(flow, state, tree)
+    if found.outcome == BLOCKED:
+        yield Issue(f"checkpoint {flow.checkpoint} {found.outcome}: {'; '.join(found.reasons)}",
+                    fix=found.fix)  # fmt: skip
+
+
+@rule("EL-W110")
+def _checkpoint_changes_results(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
+    from eventlake.validation.upgrade import CHANGES, verdict
+
+    if not (flow.checkpoint / "offsets").is_dir():
+        return
+    found = verdict(flow, None, tree)
+    if found.outcome == CHANGES:
+        yield Issue(f"checkpoint {flow.checkpoint} {found.outcome}: {'; '.join(found.reasons)}")
 
 
 @rule("EL-V008")

@@ -176,6 +176,9 @@ def test_v006_checkpoint_of_a_different_plan(spark: SparkSession, tmp_path: Path
     plan, report = check_pipeline(first, settings_for(tmp_path), spark)
     assert codes(report) == []
     write_fingerprint(plan.flows[0].checkpoint, plan.flows[0].fingerprint())
+    # A batch was planned, none committed: no state to read, the fingerprints are compared
+    # (the state itself: test_upgrade_check.py).
+    (plan.flows[0].checkpoint / "offsets").mkdir()
 
     def dedup(c: Any, df: DataFrame) -> DataFrame:
         return wm(df).dropDuplicatesWithinWatermark(["value"])
@@ -343,6 +346,29 @@ def test_w109_fail_on_data_loss_off_needs_a_note(spark: SparkSession, tmp_path: 
         params={**off, "data_loss_note": "replayed from the archive weekly"},
     )  # fmt: skip
     assert codes(noted) == []
+
+
+def test_w110_checkpoint_resumes_with_a_new_watermark_delay(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    def delayed(delay: str) -> Transform:
+        return lambda c, df: df.withWatermark("timestamp", delay).dropDuplicatesWithinWatermark(
+            ["value"]
+        )
+
+    first = Pipeline("p")
+    first.flow(name="f", input=RateInput(), output=MemoryOutput())(delayed("1 minute"))
+    plan, report = check_pipeline(first, settings_for(tmp_path), spark)
+    assert codes(report) == []
+    write_fingerprint(plan.flows[0].checkpoint, plan.flows[0].fingerprint())
+    (plan.flows[0].checkpoint / "offsets").mkdir()
+
+    later = check(spark, tmp_path, delayed("5 minutes"))
+    only(later, "EL-W110")
+    assert (
+        "watermark timestamp 1 minutes -> timestamp 5 minutes" in later.findings[0].what
+    )  # Spark's text
+    assert codes(check(spark, tmp_path, delayed("1 minute"))) == []
 
 
 def test_every_rule_has_a_test_and_a_unique_code() -> None:

@@ -1,0 +1,160 @@
+"""Can changed code resume from the old checkpoints? One verdict per flow.
+
+Compares each flow as now coded (its plan) with what its checkpoint holds: the plan
+fingerprint written when the checkpoint was new (source, sink, output mode, watermarks)
+and the stateful operators in Spark's state metadata, with their key schemas.
+
+- ``resumes safely``: nothing the checkpoint depends on changed.
+- ``resumes, changes results``: it runs, but rows differ from what the old code wrote
+  (another sink, output mode or watermark delay).
+- ``cannot resume``: the offsets or the state belong to another query (another source, a
+  stateful operator added or removed, a state key changed); Spark would fail or silently
+  misread the state. The fix names the command that starts the flow afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from eventlake.checkpoints import read_fingerprint
+from eventlake.pipelines.plan_tree import PlanNode, StatefulOperator, planned_operators
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from eventlake.config import Settings
+    from eventlake.pipelines.api import Pipeline
+    from eventlake.pipelines.plan import PlannedFlow
+
+NEW, SAFE, CHANGES, BLOCKED = "new", "resumes safely", "resumes, changes results", "cannot resume"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What resuming ``flow`` from its checkpoint would do."""
+
+    flow: str
+    outcome: str
+    reasons: tuple[str, ...] = ()
+    fix: str | None = None
+
+    def text(self) -> str:
+        why = "; ".join(self.reasons)
+        return f"{self.flow}: {self.outcome}" + (f" ({why})" if why else "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"flow": self.flow, "outcome": self.outcome, "reasons": list(self.reasons),
+                "fix": self.fix}  # fmt: skip
+
+
+def struct_fields(simple: str) -> tuple[str, ...]:
+    """Top-level field names of a ``struct<a:int,b:struct<c:int>>`` type string."""
+    inner = simple.strip()
+    if not inner.startswith("struct<"):
+        return ()
+    inner = inner[len("struct<") : -1]
+    names, depth, start = [], 0, 0
+    for i, ch in enumerate(inner + ","):
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            names.append(inner[start:i].split(":", 1)[0].strip("` "))
+            start = i + 1
+    return tuple(n for n in names if n)
+
+
+def checkpoint_operators(spark: SparkSession, flow: PlannedFlow) -> list[dict[str, Any]]:
+    """The checkpoint's stateful operators and key schemas (rows not counted)."""
+    from eventlake.operations.checkpoints import state_operators
+
+    return state_operators(spark, flow.checkpoint, count=False)
+
+
+def verdict(
+    flow: PlannedFlow, state: list[dict[str, Any]] | None, tree: PlanNode | None = None
+) -> Verdict:
+    """The verdict for ``flow``; ``state`` is its checkpoint's operators (None: not read,
+    the fingerprint's operator names are compared instead)."""
+    name = flow.query_name
+    if not (flow.checkpoint / "offsets").is_dir():
+        return Verdict(name, NEW)
+    recorded = read_fingerprint(flow.checkpoint)
+    tree = tree or flow.tree()
+    now = flow.fingerprint(tree).as_dict()
+    blocked: list[str] = []
+    changes: list[str] = []
+    if recorded is None:
+        blocked.append("its checkpoint was not written by this flow")
+    else:
+        if recorded.get("source") != now["source"]:
+            blocked.append(f"reads {now['source']}, its offsets are of {recorded.get('source')}")
+        if recorded.get("sink") != now["sink"]:
+            changes.append(f"writes to {now['sink']} from the next batch on, no longer to "
+                           f"{recorded.get('sink')}")  # fmt: skip
+        if recorded.get("output_mode") != now["output_mode"]:
+            changes.append(f"output mode {recorded.get('output_mode')} -> {now['output_mode']}")
+        was = recorded.get("watermarks")
+        if was is not None and list(was) != list(now["watermarks"]):
+            changes.append(f"watermark {', '.join(was) or 'none'} -> "
+                           f"{', '.join(now['watermarks']) or 'none'}")  # fmt: skip
+    if state is not None:
+        blocked += _state_changes(planned_operators(tree), state)
+    elif recorded is not None and recorded.get("stateful") != now["stateful"]:
+        blocked.append(f"stateful operators {recorded.get('stateful')} -> {now['stateful']}")
+    reset = f"eventlake checkpoint reset {flow.query_name} --yes"
+    if blocked:
+        fix = (f"start the flow afresh: `{reset}` (it reprocesses its input from "
+               "starting_offsets), or restore the code that wrote the checkpoint")  # fmt: skip
+        return Verdict(name, BLOCKED, tuple(blocked + changes), fix)
+    if changes:
+        return Verdict(name, CHANGES, tuple(changes))
+    return Verdict(name, SAFE)
+
+
+def _state_changes(planned: list[StatefulOperator], state: list[dict[str, Any]]) -> list[str]:
+    held = sorted(
+        (StatefulOperator(str(op["operator"]), struct_fields(str(op.get("key_schema") or "")))
+         for op in state),
+        key=lambda o: (o.operator, o.keys or ()),
+    )  # fmt: skip
+    problems: list[str] = []
+    left = list(held)
+    for op in planned:
+        same = [h for h in left if h.operator == op.operator]
+        if not same:
+            problems.append(f"new stateful operator {op.operator} has no state in the checkpoint")
+            continue
+        match = next((h for h in same if op.keys is None or h.keys == op.keys), None)
+        if match is None:
+            problems.append(f"state key of {op.operator} changed: ({', '.join(same[0].keys or ())})"
+                            f" -> ({', '.join(op.keys or ())})")  # fmt: skip
+            match = same[0]
+        left.remove(match)
+    for h in left:
+        rows = next((op.get("rows") for op in state if op["operator"] == h.operator), None)
+        held_rows = f", {rows} rows" if rows is not None else ""
+        problems.append(f"stateful operator {h.operator} was removed: its state would be lost "
+                        f"({', '.join(h.keys or ())}{held_rows})")  # fmt: skip
+    return problems
+
+
+def upgrade_verdicts(pipeline: Pipeline, settings: Settings, spark: SparkSession) -> list[Verdict]:
+    """A verdict per flow of ``pipeline`` as now coded against its checkpoints (planned
+    against a scratch lake: nothing is created in the real one)."""
+    import tempfile
+    from pathlib import Path
+
+    from eventlake.checkpoints import CheckpointLog
+    from eventlake.pipelines.plan import build_plan
+
+    with tempfile.TemporaryDirectory(prefix="eventlake-upgrade-") as scratch:
+        plan = build_plan(pipeline, settings, spark, lake_root=Path(scratch))
+        verdicts = []
+        for flow in plan.flows:
+            committed = CheckpointLog(flow.checkpoint).last_committed is not None
+            held = checkpoint_operators(spark, flow) if committed else None
+            verdicts.append(verdict(flow, held))
+    return verdicts
