@@ -11,16 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from eventlake.config import Settings
 from eventlake.config.params import PipelineParams
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.triggers import is_micro_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 P = TypeVar("P", bound=PipelineParams)
+
+
+class Source(Protocol):
+    """What a flow context needs of an input (``eventlake.connectors.Input``)."""
+
+    def topics(self, flow: FlowConfig) -> list[str]: ...
+
+    def describe(self, flow: FlowConfig | None = None) -> str: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +102,8 @@ class FlowContext(FlowConfig):
     streams: Mapping[str, DataFrame] = field(default_factory=dict)
     #: The trigger the flow runs with (inputs set options some triggers refuse).
     trigger: str = ""
+    #: The flow's inputs (the main one first), as declared.
+    sources: tuple[Source, ...] = ()
 
     @classmethod
     def of(
@@ -101,9 +112,11 @@ class FlowContext(FlowConfig):
         spark: SparkSession,
         streams: Mapping[str, DataFrame] | None = None,
         trigger: str = "",
+        sources: tuple[Source, ...] = (),
     ) -> FlowContext:
         given = {f.name: getattr(config, f.name) for f in fields(FlowConfig)}
-        return cls(**given, spark=spark, streams=dict(streams or {}), trigger=trigger)
+        return cls(**given, spark=spark, streams=dict(streams or {}), trigger=trigger,
+                   sources=sources)  # fmt: skip
 
     def stream(self, role: str) -> DataFrame:
         """The further input ``role`` declared with ``@flow(inputs={role: ...})``."""
@@ -119,5 +132,42 @@ class FlowContext(FlowConfig):
             ) from None
 
     def with_watermark(self, df: DataFrame, column: str, delay: str) -> DataFrame:
-        """``df.withWatermark(column, delay)``: the place late-data tolerance is declared."""
-        return df.withWatermark(column, delay)
+        """``df.withWatermark(column, delay)``: the place late-data tolerance is declared.
+
+        With ``pipelines.<p>.idle_timeout`` and a micro-batch trigger, the watermark
+        also follows the clock while the flow's Kafka input is caught up and quiet
+        (:mod:`eventlake.transforms.heartbeat`).
+        """
+        timeout = self.params.idle_timeout
+        # Every micro-batch trigger gets the heartbeats (an available-now run resumes the
+        # checkpoint of an interval run): the query's sources never change with the trigger.
+        if timeout is None or not df.isStreaming or not is_micro_batch(self.trigger or "once"):
+            return df.withWatermark(column, delay)
+        from pyspark.sql import functions as F
+
+        from eventlake.durations import duration_ms
+        from eventlake.transforms.heartbeat import HEARTBEAT, with_heartbeats
+
+        beating = with_heartbeats(
+            self.spark, df, column, idle_timeout=duration_ms(timeout) / 1000,
+            kafka=self.settings.kafka, topics=self.kafka_topics(),
+            checkpoint=str(self.checkpoint),
+        )  # fmt: skip
+        # Spark pushes filters that do not read the event time below the watermark (and
+        # so out of the heartbeat branch): this one reads it, so it stays above.
+        real = ~(F.col(HEARTBEAT) & F.col(column).isNotNull())
+        return beating.withWatermark(column, delay).where(real).drop(HEARTBEAT)
+
+    def kafka_topics(self) -> list[str]:
+        """The topics the flow reads; EL-PIPELINE-002 when an input is not Kafka."""
+        found = [i.topics(self) for i in self.sources]
+        if not found or not all(found):
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                f"flow '{self.query_name}' has idle_timeout but reads "
+                + " + ".join(i.describe(self) for i in self.sources)
+                + ".",
+                expected="Kafka inputs only for pipelines.<p>.idle_timeout",
+                fix="unset idle_timeout for this pipeline, or read Kafka",
+            )
+        return [t for topics in found for t in topics]

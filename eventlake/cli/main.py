@@ -11,7 +11,7 @@ from rich.console import Console
 
 from eventlake.cli.generate import generate_app
 from eventlake.cli.kafka import kafka_app
-from eventlake.cli.operations import checkpoint_app, lateness, status, upgrade_check
+from eventlake.cli.operations import checkpoint_app, lateness, status, upgrade_check, verify
 from eventlake.cli.pipelines import list_pipelines, run, validate
 from eventlake.cli.postgres import postgres_app
 from eventlake.cli.state import CliState
@@ -32,6 +32,7 @@ app.command("validate")(validate)
 app.command("status")(status)
 app.command("lateness")(lateness)
 app.command("upgrade-check")(upgrade_check)
+app.command("verify")(verify)
 app.add_typer(checkpoint_app, name="checkpoint")
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")

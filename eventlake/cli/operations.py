@@ -1,4 +1,4 @@
-"""`eventlake status | checkpoint show | checkpoint reset | lateness | upgrade-check`."""
+"""`eventlake status | checkpoint show|reset | lateness | upgrade-check | verify`."""
 
 from __future__ import annotations
 
@@ -339,3 +339,50 @@ def upgrade_check(
             table.add_row(v.flow, f"[{colour}]{v.outcome}[/]", "\n".join(v.reasons), v.fix or "")
         Console().print(table)
     raise typer.Exit(1 if any(v.outcome == BLOCKED for v in verdicts) else 0)
+
+
+def verify(
+    ctx: typer.Context,
+    target: FlowArg,
+    rows: Annotated[int, typer.Option(help="How many differing rows to print each way.")] = 10,
+    output: FormatOpt = "table",
+    module: ModuleOpt = None,
+) -> None:
+    """Recompute the flow's output in batch from its input as of its last committed batch
+    (late rows left out as Spark dropped them; windows the watermark closed) and diff it
+    with the output table. Exit 0 when equal, 1 with the first differing rows."""
+    from eventlake.operations.verify import verify_flow
+    from eventlake.session import get_spark
+
+    _check_format(output)
+    state: CliState = ctx.obj
+    settings, registry = _registry(state, module)
+    pipeline, flow = _flow(registry, target)
+    result = verify_flow(pipeline, flow, settings, get_spark(settings), rows=rows)
+    if output == "json":
+        typer.echo(json.dumps(result.as_dict(), indent=2, default=str))
+        raise typer.Exit(0 if result.ok else 1)
+    console = Console()
+    console.print(
+        f"{result.flow} as of batch {result.batch_id} (watermark {result.watermark or '-'}): "
+        f"{result.expected_rows} rows recomputed ({result.late_rows} late input rows left "
+        f"out), {result.output_rows} in the output",
+        highlight=False, soft_wrap=True,
+    )  # fmt: skip
+    if result.ok:
+        console.print("[green]the output equals the recomputation[/]")
+        raise typer.Exit(0)
+    for title, count, sample in (
+        ("missing from the output", result.missing_count, result.missing),
+        ("in the output, not recomputed", result.unexpected_count, result.unexpected),
+    ):
+        if not count:
+            continue
+        console.print(f"{count} row(s) {title} (first {len(sample)}):", soft_wrap=True)
+        table = Table()
+        for column in sample[0]:
+            table.add_column(column, overflow="fold")
+        for row in sample:
+            table.add_row(*(str(v) for v in row.values()))
+        console.print(table)
+    raise typer.Exit(1)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from eventlake.durations import SparkInterval
 from eventlake.errors import EventlakeError
 
 #: 256 MiB: a 1M-event backlog of ~120-byte records is one batch; memory stays bounded.
@@ -62,6 +63,11 @@ class PipelineParams(BaseModel):
         default=None, description="Why fail_on_data_loss=false is acceptable here."
     )
     max_files_per_trigger: int | None = Field(default=None, ge=1)
+    idle_timeout: SparkInterval | None = Field(
+        default=None,
+        description="When a flow's Kafka input has been caught up and quiet this long, its "
+        "watermark follows the clock (now minus the delay), so windows and sessions close.",
+    )
 
     @field_validator("trigger")
     @classmethod

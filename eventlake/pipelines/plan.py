@@ -165,7 +165,7 @@ def build_plan(
         try:
             bare = FlowContext.of(config, spark, trigger=flow_trigger)
             streams = {r: i.read(bare) for r, i in spec.inputs}
-            ctx = FlowContext.of(config, spark, streams, flow_trigger)
+            ctx = FlowContext.of(config, spark, streams, flow_trigger, tuple(spec.all_inputs()))
             df = spec.transform(ctx, spec.input.read(ctx))
             if spec.expectations and not is_micro_batch(flow_trigger):
                 raise EventlakeError(

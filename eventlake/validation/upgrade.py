@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eventlake.checkpoints import read_fingerprint
+from eventlake.checkpoints import CheckpointLog, read_fingerprint
 from eventlake.pipelines.plan_tree import PlanNode, StatefulOperator, planned_operators
 
 if TYPE_CHECKING:
@@ -100,6 +100,14 @@ def verdict(
         if was is not None and list(was) != list(now["watermarks"]):
             changes.append(f"watermark {', '.join(was) or 'none'} -> "
                            f"{', '.join(now['watermarks']) or 'none'}")  # fmt: skip
+    log = CheckpointLog(flow.checkpoint)
+    planned = log.planned
+    if planned:
+        held = len(log.sources(planned[-1]))
+        reads = sum(1 for n in tree.walk() if n.name.startswith("StreamingRelation"))
+        if reads and held != reads:  # e.g. idle_timeout's heartbeat source added or removed
+            blocked.append(f"the query reads {reads} source(s), its checkpoint has offsets "
+                           f"of {held}")  # fmt: skip
     if state is not None:
         blocked += _state_changes(planned_operators(tree), state)
     elif recorded is not None and recorded.get("stateful") != now["stateful"]:
@@ -114,30 +122,57 @@ def verdict(
     return Verdict(name, SAFE)
 
 
+#: Spark's state operator names of one kind of operator (a session window aggregates too).
+FAMILIES = {
+    "stateStoreSave": "aggregation",
+    "sessionWindowStateStoreSaveExec": "aggregation",
+    "dedupe": "dedupe",
+    "dedupeWithinWatermark": "dedupeWithinWatermark",
+    "symmetricHashJoin": "stream-stream join",
+    "flatMapGroupsWithState": "flatMapGroupsWithState",
+    "transformWithStateExec": "transformWithState",
+    "transformWithStateInPySparkExec": "transformWithState",
+}
+#: State keys compared by column names: those that are the grouping or dedup columns.
+_COMPARED_KEYS = ("stateStoreSave", "dedupe", "dedupeWithinWatermark")
+
+
+def _held(state: list[dict[str, Any]]) -> list[StatefulOperator]:
+    """One entry per stateful operator of the checkpoint (a join has four stores)."""
+    first: dict[Any, dict[str, Any]] = {}
+    for entry in state:
+        first.setdefault(entry["operator_id"], entry)
+    return [
+        StatefulOperator(
+            str(op["operator"]),
+            struct_fields(str(op.get("key_schema") or ""))
+            if op["operator"] in _COMPARED_KEYS else None,
+        )
+        for op in first.values()
+    ]  # fmt: skip
+
+
 def _state_changes(planned: list[StatefulOperator], state: list[dict[str, Any]]) -> list[str]:
-    held = sorted(
-        (StatefulOperator(str(op["operator"]), struct_fields(str(op.get("key_schema") or "")))
-         for op in state),
-        key=lambda o: (o.operator, o.keys or ()),
-    )  # fmt: skip
+    def family(op: StatefulOperator) -> str:
+        return FAMILIES.get(op.operator, op.operator)
+
+    left = _held(state)
     problems: list[str] = []
-    left = list(held)
     for op in planned:
-        same = [h for h in left if h.operator == op.operator]
+        same = [h for h in left if family(h) == family(op)]
         if not same:
             problems.append(f"new stateful operator {op.operator} has no state in the checkpoint")
             continue
-        match = next((h for h in same if op.keys is None or h.keys == op.keys), None)
+        match = next((h for h in same if None in (op.keys, h.keys) or h.keys == op.keys), None)
         if match is None:
             problems.append(f"state key of {op.operator} changed: ({', '.join(same[0].keys or ())})"
                             f" -> ({', '.join(op.keys or ())})")  # fmt: skip
             match = same[0]
         left.remove(match)
     for h in left:
-        rows = next((op.get("rows") for op in state if op["operator"] == h.operator), None)
-        held_rows = f", {rows} rows" if rows is not None else ""
-        problems.append(f"stateful operator {h.operator} was removed: its state would be lost "
-                        f"({', '.join(h.keys or ())}{held_rows})")  # fmt: skip
+        keys = f" ({', '.join(h.keys)})" if h.keys else ""
+        problems.append(f"stateful operator {h.operator} was removed: its state would be lost"
+                        f"{keys}")  # fmt: skip
     return problems
 
 

@@ -1,0 +1,207 @@
+"""``eventlake verify PIPELINE.FLOW``: recompute a flow's output in batch and diff it.
+
+The flow's transform runs once on a batch read of its Kafka input up to where its last
+committed batch ended (the checkpoint's offsets log). Rows Spark's stateful operators
+dropped as late are left out the way Spark did it: a row read by batch N is late when its
+event time is at or behind the watermark of batch N-1 (both from the log). Windowed
+results are compared for the windows the watermark closed by the last batch (``window``
+struct, ``window_end`` or ``end`` column at or before it); other results whole. What is
+left is a multiset diff of that result and the flow's output table: rows missing from the
+output and rows the output has that the transform does not produce.
+
+Limits: flows with one Kafka input whose rows keep ``partition`` and ``offset`` up to the
+watermark (as ``eventlake lateness`` needs); the output table is read as it is now, so
+verify a stopped flow (or rows written after the last committed batch count as extra).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from eventlake.checkpoints import CheckpointLog
+from eventlake.config import Settings
+from eventlake.connectors.kafka import KafkaInput
+from eventlake.context import FlowContext
+from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.pipelines.expectations import FAILED, apply_expectations
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from eventlake.pipelines.api import Pipeline
+
+
+@dataclass(frozen=True)
+class Verification:
+    flow: str
+    batch_id: int
+    #: The watermark of the last committed batch (ISO, UTC), None without one.
+    watermark: str | None
+    expected_rows: int
+    output_rows: int
+    late_rows: int
+    #: The first rows (as dicts) the transform produces that the output lacks, and the
+    #: first the output holds that the transform does not produce.
+    missing: list[dict[str, Any]] = field(default_factory=list)
+    unexpected: list[dict[str, Any]] = field(default_factory=list)
+    missing_count: int = 0
+    unexpected_count: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.missing_count == 0 and self.unexpected_count == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def _refused(flow: str, what: str, fix: str) -> EventlakeError:
+    return EventlakeError(
+        ErrorCode.PIPELINE_INVALID,
+        f"flow '{flow}' cannot be verified: {what}.",
+        expected="a flow with one Kafka input, a committed batch and a Delta output table",
+        fix=fix,
+    )
+
+
+def verify_flow(
+    pipeline: Pipeline, flow: str, settings: Settings, spark: SparkSession, *, rows: int = 10
+) -> Verification:
+    """Recompute ``flow``'s result up to its last committed batch and diff the output."""
+    from pyspark.sql import DataFrame as Frame
+    from pyspark.sql import functions as F
+
+    spec = pipeline.flows[flow]
+    config = pipeline.configs(settings)[flow]
+    name = spec.query_name
+    if spec.inputs or not isinstance(spec.input, KafkaInput):
+        raise _refused(name, f"it reads {spec.describe_inputs(config)}",
+                       "verify flows that read one Kafka input")  # fmt: skip
+    tables = spec.output.tables()
+    if len(tables) != 1:
+        raise _refused(name, f"it writes {spec.output.describe(config)}",
+                       "verify flows that write one Delta table")  # fmt: skip
+    log = CheckpointLog(config.checkpoint)
+    last = log.last_committed if (config.checkpoint / "offsets").is_dir() else None
+    if last is None:
+        raise EventlakeError(
+            ErrorCode.CHECKPOINT_MISSING,
+            f"flow '{name}' has no committed batch in {config.checkpoint}.",
+            fix=f"run it first: eventlake run {spec.pipeline}",
+        )
+    ends = log.source_offsets(last, 0)
+    ctx = FlowContext.of(config, spark, trigger="available-now")
+    opts = {k: v for k, v in spec.input.options(ctx).items() if k != "maxOffsetsPerTrigger"}
+    opts["endingOffsets"] = _json({t: {str(p): int(o) for p, o in parts.items()}
+                                   for t, parts in ends.items()})  # fmt: skip
+    source = spark.read.format("kafka").options(**opts).load()
+
+    batches = _batch_ranges(log, last)
+    late_counts: list[DataFrame] = []
+    frame = type(source) if isinstance(source, Frame) else Frame
+    original = frame.withWatermark
+
+    def keep_on_time(self: DataFrame, column: str, delay: str) -> DataFrame:
+        if not {"partition", "offset"} <= set(self.columns):
+            keep = "keep `partition` and `offset` up to withWatermark"
+            raise _refused(name, "its rows lose Kafka's partition and offset first", keep)
+        judged = _judged(spark, self, column, batches)
+        late_counts.append(judged.where("_late"))
+        return original(judged.where(~F.col("_late")).drop("_late"), column, delay)
+
+    setattr(frame, "withWatermark", keep_on_time)  # noqa: B010 (restored below)
+    try:
+        expected = spec.transform(ctx, source)
+    finally:
+        setattr(frame, "withWatermark", original)  # noqa: B010
+    expected = apply_expectations(expected, spec.expectations)
+    if FAILED in expected.columns:  # quarantined rows go to another table
+        expected = expected.where(F.size(FAILED) == 0).drop(FAILED)
+    watermark_ms = log.watermark_ms(last)
+    expected = _closed(expected, watermark_ms)
+    layer, table = tables[0]
+    output = spark.read.format("delta").load(str(config.table_path(layer, table)))
+    columns = [c for c in expected.columns if c in output.columns]
+    expected, output = expected.select(*columns), output.select(*columns)
+    missing = expected.exceptAll(output)
+    unexpected = output.exceptAll(expected)
+    return Verification(
+        flow=name,
+        batch_id=last,
+        watermark=_iso(watermark_ms),
+        expected_rows=expected.count(),
+        output_rows=output.count(),
+        late_rows=sum(d.count() for d in late_counts),
+        missing=[r.asDict(recursive=True) for r in missing.limit(rows).collect()],
+        unexpected=[r.asDict(recursive=True) for r in unexpected.limit(rows).collect()],
+        missing_count=missing.count(),
+        unexpected_count=unexpected.count(),
+    )
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def _iso(ms: int) -> str | None:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat() if ms > 0 else None
+
+
+def _batch_ranges(log: CheckpointLog, last: int) -> list[tuple[str, int, int, int, int]]:
+    """(topic, partition, first offset, end offset, late threshold ms) per batch up to
+    ``last``: a row of batch N is late at or behind the watermark of batch N-1."""
+    done: dict[tuple[str, int], int] = {}
+    ranges = []
+    before = None
+    for batch in [b for b in log.planned if b <= last]:
+        threshold = log.watermark_ms(before) if before is not None else -(2**62)
+        for topic, parts in log.source_offsets(batch, 0).items():
+            for p, end in parts.items():
+                first = done.get((topic, int(p)), 0)
+                ranges.append((topic, int(p), first, int(end), threshold))
+                done[(topic, int(p))] = int(end)
+        before = batch
+    return ranges
+
+
+def _judged(
+    spark: SparkSession, df: DataFrame, column: str, batches: list[tuple[str, int, int, int, int]]
+) -> DataFrame:
+    """``df`` with ``_late``: its event time at or behind the threshold of its batch."""
+    from pyspark.sql import functions as F
+
+    ranges = spark.createDataFrame(
+        batches, "_topic STRING, _partition INT, _first LONG, _end LONG, _threshold LONG"
+    )
+    on = (
+        (F.col("partition") == F.col("_partition"))
+        & (F.col("offset") >= F.col("_first"))
+        & (F.col("offset") < F.col("_end"))
+    )
+    if "topic" in df.columns:
+        on = on & (F.col("topic") == F.col("_topic"))
+    joined = df.join(F.broadcast(ranges), on, "left")
+    late = F.coalesce(F.unix_millis(F.col(column)) <= F.col("_threshold"), F.lit(False))
+    return joined.withColumn("_late", late).drop("_topic", "_partition", "_first", "_end",
+                                                 "_threshold")  # fmt: skip
+
+
+def _closed(df: DataFrame, watermark_ms: int) -> DataFrame:
+    """The rows of windows the watermark closed, when the result has a window end."""
+    from pyspark.sql import functions as F
+
+    cols = set(df.columns)
+    end = None
+    if "window" in cols:
+        end = F.col("window.end")
+    elif "window_end" in cols:
+        end = F.col("window_end")
+    elif "end" in cols:
+        end = F.col("end")
+    if end is None:
+        return df
+    return df.where(F.unix_millis(end) <= F.lit(watermark_ms))

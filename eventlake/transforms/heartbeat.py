@@ -1,0 +1,96 @@
+"""Idle sources: heartbeats that move a flow's watermark when its Kafka input goes quiet.
+
+With ``pipelines.<p>.idle_timeout`` set, :meth:`FlowContext.with_watermark
+<eventlake.context.FlowContext.with_watermark>` unions the flow's rows with a heartbeat
+stream (Spark's rate source, one row a second) before the watermark and removes the
+heartbeats right after it, so they move the watermark and nothing else. A heartbeat row
+passes only while the input is idle: the flow has processed every record of its topics
+(its last committed batch reached their ends) and the newest record is older than
+``idle_timeout``. Its event time is the processing-time clock, so the watermark becomes
+now minus the delay, and windows and sessions behind it close and are written. Nothing is
+written to or committed on the user's topics; the probe reads end offsets and the newest
+record's timestamp by assignment.
+
+Kafka inputs only; micro-batch triggers (available-now too, so a scheduled run resumes an
+interval run's checkpoint). The heartbeat adds a source to the query, so switching
+``idle_timeout`` on or off needs a new checkpoint (``upgrade-check`` says so).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from eventlake.config import KafkaSettings
+
+#: Marks heartbeat rows between the union and the filter after the watermark.
+HEARTBEAT = "_eventlake_heartbeat"
+#: The last probe per checkpoint in this (worker) process: (monotonic time, idle).
+_PROBED: dict[str, tuple[float, bool]] = {}
+
+
+def idle_seconds(kafka: KafkaSettings, topics: list[str], checkpoint: str) -> float | None:
+    """Seconds since the newest record of ``topics`` arrived, when the flow whose
+    checkpoint is ``checkpoint`` has processed all of them; None while it has not (or has
+    no committed batch)."""
+    from pathlib import Path
+
+    from confluent_kafka import TopicPartition
+
+    from eventlake.checkpoints import CheckpointLog
+    from eventlake.monitoring.lag import _consumer, _timestamps, kafka_lag, parse_kafka_offsets
+
+    log = CheckpointLog(Path(checkpoint))
+    last = log.last_committed if (Path(checkpoint) / "offsets").is_dir() else None
+    if last is None:
+        return None
+    processed: dict[str, dict[int, int]] = {}
+    for source in log.sources(last):
+        processed.update(parse_kafka_offsets(source))
+    lags = kafka_lag(kafka, topics, processed, timeout=5.0)
+    if not lags or any(lag.records for lag in lags):
+        return None
+    newest = [TopicPartition(g.topic, g.partition, g.latest - 1) for g in lags if g.latest > 0]
+    consumer = _consumer(kafka)
+    try:
+        stamps = _timestamps(consumer, newest, 5.0)
+    finally:
+        consumer.close()
+    return time.time() - max(stamps.values()) if stamps else float("inf")
+
+
+def with_heartbeats(
+    spark: SparkSession,
+    df: DataFrame,
+    column: str,
+    *,
+    idle_timeout: float,
+    kafka: KafkaSettings,
+    topics: list[str],
+    checkpoint: str,
+) -> DataFrame:
+    """``df`` with a :data:`HEARTBEAT` column, unioned with heartbeat rows (every column
+    null but ``column``, the processing time) that pass only while the input is idle."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType
+
+    def idle(_tick: Any) -> bool:
+        # One probe a second per worker however many heartbeat rows a batch holds.
+        now = time.monotonic()
+        seen = _PROBED.get(checkpoint)
+        if seen is None or now - seen[0] >= 1.0:
+            seconds = idle_seconds(kafka, topics, checkpoint)
+            seen = _PROBED[checkpoint] = (now, seconds is not None and seconds >= idle_timeout)
+        return seen[1]
+
+    probe = F.udf(idle, BooleanType()).asNondeterministic()
+    beats = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    fields = [
+        (F.col("timestamp") if f.name == column else F.lit(None)).cast(f.dataType).alias(f.name)
+        for f in df.schema.fields
+    ]
+    ghosts = beats.where(probe(F.col("value"))).select(*fields, F.lit(True).alias(HEARTBEAT))
+    return df.withColumn(HEARTBEAT, F.lit(False)).unionByName(ghosts)

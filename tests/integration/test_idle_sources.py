@@ -1,0 +1,72 @@
+"""Idle sources: with idle_timeout, a quiet topic no longer holds the last windows open.
+Once the flow has processed every record and none arrived for idle_timeout, heartbeats
+move its watermark to the clock minus the delay and the windows are written."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from eventlake.checkpoints import CheckpointLog
+from eventlake.connectors import DeltaOutput, KafkaInput
+from eventlake.context import FlowContext
+from eventlake.kafka import produce
+from eventlake.pipelines import Pipeline
+from eventlake.testing import read_delta, running_pipeline, settings_for, wait_until
+from eventlake.validation.upgrade import upgrade_verdicts
+
+pytestmark = pytest.mark.integration
+
+CLICK = "user STRING, ts TIMESTAMP"
+IDLE_SECONDS = 8
+
+quiet = Pipeline("quiet")
+
+
+@quiet.flow(input=KafkaInput(), output=DeltaOutput("gold", "clicks_10min"))
+def per_window(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    c = F.from_json(F.col("value").cast("string"), CLICK).alias("c")
+    rows = ctx.with_watermark(df.select(c).select("c.*"), "ts", "5 minutes")
+    return rows.groupBy(F.window("ts", "10 minutes"), "user").count()
+
+
+def test_windows_close_when_the_topic_goes_quiet(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic()
+    # An hour ago, in two windows; the newest event holds the watermark at start + 7 min,
+    # before either window ends, so without traffic neither would ever close.
+    start = (datetime.now(UTC) - timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
+    at = [start + timedelta(minutes=m) for m in (1, 2, 12)]
+    produce(bootstrap, topic, [("u", json.dumps({"user": "u", "ts": t.isoformat()})) for t in at])
+    params = {"topic": topic, "trigger": "1 second", "idle_timeout": f"{IDLE_SECONDS} seconds"}
+    settings = settings_for(tmp_path, bootstrap, quiet=params)
+    table = tmp_path / "lake" / "gold" / "clicks_10min"
+    log = CheckpointLog(tmp_path / "checkpoints" / "quiet" / "per_window")
+
+    with running_pipeline(quiet, settings):
+        wait_until(lambda: log.last_committed is not None, timeout=120, what="the first batch")
+        data_done = time.monotonic()
+        assert read_delta(table).num_rows == 0  # the event-time watermark closed nothing
+        wait_until(lambda: read_delta(table).num_rows >= 2, timeout=120,
+                   what="the windows closed by the idle watermark")  # fmt: skip
+        closed_after = time.monotonic() - data_done
+
+    rows = read_delta(table).to_pylist()
+    got = sorted((r["window"]["start"].replace(tzinfo=UTC), r["count"]) for r in rows)
+    assert got == [(start, 2), (start + timedelta(minutes=10), 1)]
+    # The heartbeat is a source of the query: dropping idle_timeout needs a new checkpoint.
+    without = settings_for(tmp_path, bootstrap, quiet={"topic": topic, "trigger": "1 second"})
+    [found] = upgrade_verdicts(quiet, without, spark)
+    assert found.outcome == "cannot resume"
+    assert "the query reads 1 source(s), its checkpoint has offsets of 2" in found.reasons
+    print(f"windows written {closed_after:.1f}s after the data batch (idle_timeout "
+          f"{IDLE_SECONDS}s, trigger 1s)")  # fmt: skip
