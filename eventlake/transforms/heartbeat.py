@@ -86,7 +86,7 @@ def with_heartbeats(
             seen = _PROBED[checkpoint] = (now, seconds is not None and seconds >= idle_timeout)
         return seen[1]
 
-    probe = F.udf(idle, BooleanType()).asNondeterministic()
+    probe = F.udf(idle, BooleanType(), useArrow=False).asNondeterministic()
     beats = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
     fields = [
         (F.col("timestamp") if f.name == column else F.lit(None)).cast(f.dataType).alias(f.name)
