@@ -31,10 +31,6 @@ class Fingerprint:
         data["watermarks"] = list(self.watermarks)
         return data
 
-    def changed_from(self, recorded: dict[str, Any]) -> list[str]:
-        """The keys whose recorded value differs from this fingerprint's."""
-        return sorted(k for k, v in self.as_dict().items() if k in recorded and recorded[k] != v)
-
 
 def read_fingerprint(checkpoint: Path) -> dict[str, Any] | None:
     """The recorded fingerprint of ``checkpoint``, or None when none was written."""

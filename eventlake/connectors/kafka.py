@@ -320,8 +320,7 @@ class ToKafkaExactlyOnce(_TopicByParam, Target):
         from confluent_kafka import Consumer, TopicPartition
 
         kafka = batch.ctx.settings.kafka
-        consumer = Consumer({**kafka.client_options(), "bootstrap.servers":
-                             kafka.bootstrap_servers, "group.id": self.group(batch),
+        consumer = Consumer({**kafka.client_options(), "group.id": self.group(batch),
                              "isolation.level": "read_committed",
                              "enable.auto.commit": False})  # fmt: skip
         try:
@@ -335,14 +334,15 @@ class ToKafkaExactlyOnce(_TopicByParam, Target):
 
         from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+        from eventlake.kafka.admin import send_waiting
+
         done = self.committed_batch(batch)
         if done is not None and done >= batch.batch_id:
             return
         topic = self._mark_topic(batch)
         rows = self.rows(df, batch)
         self._check_columns(batch.ctx, rows.columns)
-        kafka = batch.ctx.settings.kafka
-        common = {**kafka.client_options(), "bootstrap.servers": kafka.bootstrap_servers}
+        common = batch.ctx.settings.kafka.client_options()
         group = self.group(batch)
         producer = Producer({**common, "transactional.id": group, "linger.ms": 5,
                              "transaction.timeout.ms": self.transaction_timeout_ms})  # fmt: skip
@@ -352,12 +352,7 @@ class ToKafkaExactlyOnce(_TopicByParam, Target):
             has_key = "key" in rows.columns
             for row in rows.select(*(["key"] if has_key else []), "value").toLocalIterator():
                 key = row["key"] if has_key else None
-                while True:
-                    try:
-                        producer.produce(topic, key=_bytes(key), value=_bytes(row["value"]))
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
+                send_waiting(producer, topic, _bytes(key), _bytes(row["value"]))
             mark = json.dumps({"checkpoint": batch.stream_id, "batch": batch.batch_id})
             consumer = Consumer({**common, "group.id": group, "enable.auto.commit": False})
             try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
@@ -141,16 +140,11 @@ def produce(
         else:
             acked += 1
 
-    send = partial(producer.produce, topic, on_delivery=on_delivery, timestamp=timestamp_ms or 0)
+    placed: dict[str, Any] = {"timestamp": timestamp_ms or 0}
     if partition is not None:
-        send = partial(send, partition=partition)
+        placed["partition"] = partition
     for key, value in records:
-        while True:
-            try:
-                send(key=key, value=value)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        send_waiting(producer, topic, key, value, on_delivery=on_delivery, **placed)
         producer.poll(0)
     remaining = producer.flush(timeout)
     if failures or remaining:
@@ -162,6 +156,16 @@ def produce(
             + ".",
         )
     return acked
+
+
+def send_waiting(producer: Producer, topic: str, key: Any, value: Any, **extra: Any) -> None:
+    """``producer.produce``, serving delivery callbacks while its local queue is full."""
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, **extra)
+            return
+        except BufferError:
+            producer.poll(0.05)
 
 
 def partition_bounds(

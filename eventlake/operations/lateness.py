@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -55,18 +55,21 @@ class Lateness:
 
 
 @contextmanager
-def _captured_watermarks(frame: type) -> Iterator[list[tuple[Any, str, str]]]:
-    """Record each ``withWatermark(column, delay)`` call on ``frame`` DataFrames."""
-    seen: list[tuple[Any, str, str]] = []
+def watermark_hook(sample: DataFrame, hook: Callable[[Any, str, str], Any]) -> Iterator[None]:
+    """While the block runs, each ``withWatermark(column, delay)`` on DataFrames of
+    ``sample``'s class watermarks ``hook(df, column, delay)`` instead of ``df``: the flow's
+    transform run on batch reads, with its frames seen (lateness) or filtered (verify)."""
+    from pyspark.sql import DataFrame as Frame
+
+    frame = type(sample) if isinstance(sample, Frame) else Frame
     original = getattr(frame, "withWatermark")  # noqa: B009 (patched and restored below)
 
-    def capture(self: Any, eventTime: str, delayThreshold: str) -> Any:
-        seen.append((self, eventTime, delayThreshold))
-        return original(self, eventTime, delayThreshold)
+    def hooked(self: Any, eventTime: str, delayThreshold: str) -> Any:
+        return original(hook(self, eventTime, delayThreshold), eventTime, delayThreshold)
 
-    setattr(frame, "withWatermark", capture)  # noqa: B010
+    setattr(frame, "withWatermark", hooked)  # noqa: B010
     try:
-        yield seen
+        yield
     finally:
         setattr(frame, "withWatermark", original)  # noqa: B010
 
@@ -80,7 +83,6 @@ def watermarked_inputs(
 ) -> list[tuple[DataFrame, str, str]]:
     """(DataFrame before the watermark, event-time column, delay) for each watermark the
     flow declares, over everything its inputs hold now."""
-    from pyspark.sql import DataFrame as Frame
 
     spec = pipeline.flows[flow]
     config = pipeline.configs(settings)[flow]
@@ -92,8 +94,13 @@ def watermarked_inputs(
         first = spec.input.read_batch(ctx)
     except NotImplementedError as exc:
         raise _unavailable(query, f"its input cannot be read as a batch ({exc}).") from None
-    frame = type(first) if isinstance(first, Frame) else Frame
-    with _captured_watermarks(frame) as seen:
+    seen: list[tuple[DataFrame, str, str]] = []
+
+    def capture(df: DataFrame, column: str, delay: str) -> DataFrame:
+        seen.append((df, column, delay))
+        return df
+
+    with watermark_hook(first, capture):
         try:
             spec.transform(ctx, first)
         except Exception:  # beyond the watermark some operators refuse batch input

@@ -25,6 +25,7 @@ from eventlake.config import Settings
 from eventlake.connectors.kafka import KafkaInput
 from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.operations.lateness import watermark_hook
 from eventlake.pipelines.expectations import FAILED, apply_expectations
 
 if TYPE_CHECKING:
@@ -70,7 +71,6 @@ def verify_flow(
     pipeline: Pipeline, flow: str, settings: Settings, spark: SparkSession, *, rows: int = 10
 ) -> Verification:
     """Recompute ``flow``'s result up to its last committed batch and diff the output."""
-    from pyspark.sql import DataFrame as Frame
     from pyspark.sql import functions as F
 
     spec = pipeline.flows[flow]
@@ -84,7 +84,7 @@ def verify_flow(
         raise _refused(name, f"it writes {spec.output.describe(config)}",
                        "verify flows that write one Delta table")  # fmt: skip
     log = CheckpointLog(config.checkpoint)
-    last = log.last_committed if (config.checkpoint / "offsets").is_dir() else None
+    last = log.last_committed
     if last is None:
         raise EventlakeError(
             ErrorCode.CHECKPOINT_MISSING,
@@ -100,22 +100,17 @@ def verify_flow(
 
     batches = _batch_ranges(log, last)
     late_counts: list[DataFrame] = []
-    frame = type(source) if isinstance(source, Frame) else Frame
-    original = frame.withWatermark
 
-    def keep_on_time(self: DataFrame, column: str, delay: str) -> DataFrame:
-        if not {"partition", "offset"} <= set(self.columns):
+    def on_time(df: DataFrame, column: str, delay: str) -> DataFrame:
+        if not {"partition", "offset"} <= set(df.columns):
             keep = "keep `partition` and `offset` up to withWatermark"
             raise _refused(name, "its rows lose Kafka's partition and offset first", keep)
-        judged = _judged(spark, self, column, batches)
+        judged = _judged(spark, df, column, batches)
         late_counts.append(judged.where("_late"))
-        return original(judged.where(~F.col("_late")).drop("_late"), column, delay)
+        return judged.where(~F.col("_late")).drop("_late")
 
-    setattr(frame, "withWatermark", keep_on_time)  # noqa: B010 (restored below)
-    try:
+    with watermark_hook(source, on_time):
         expected = spec.transform(ctx, source)
-    finally:
-        setattr(frame, "withWatermark", original)  # noqa: B010
     expected = apply_expectations(expected, spec.expectations)
     if FAILED in expected.columns:  # quarantined rows go to another table
         expected = expected.where(F.size(FAILED) == 0).drop(FAILED)

@@ -136,15 +136,15 @@ class Pipeline:
                 )  # fmt: skip
             doc = (fn.__doc__ or "").strip().splitlines()
             rules = expectations_of(fn)
-            if rules and output_mode != "append" and with_quarantine(output, rules, where) \
-                    is not output:  # fmt: skip
+            written = with_quarantine(output, rules, where)
+            if written is not output and output_mode != "append":
                 raise _definition_error(
                     where, f"quarantines rows in {output_mode} mode",
                     "append mode for on_violation='quarantine'", "use drop or fail instead",
                 )  # fmt: skip
             self.flows[flow_name] = FlowSpec(
-                self.name, flow_name, input, with_quarantine(output, rules, where), fn,
-                output_mode, trigger, description=description or (doc[0] if doc else ""),
+                self.name, flow_name, input, written, fn, output_mode, trigger,
+                description=description or (doc[0] if doc else ""),
                 inputs=tuple(sorted((inputs or {}).items())),
                 guarantee=_guarantee(where, guarantee), expectations=rules,
             )  # fmt: skip

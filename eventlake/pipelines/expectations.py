@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from eventlake.connectors.base import BatchContext, Guarantee, Output, TableRef, Target
+from eventlake.connectors.base import BatchContext, Output, TableRef, Target
 from eventlake.connectors.delta import DeltaOutput, ToDelta, ensure_delta_table
 from eventlake.connectors.fanout import FanOut
 from eventlake.errors import FAIL_MARK, ErrorCode, EventlakeError
@@ -176,6 +176,7 @@ class Passing(Target):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "guarantee", self.target.guarantee)
+        object.__setattr__(self, "reads", self.target.reads)
 
     def target_id(self, flow: FlowConfig) -> str:
         return self.target.target_id(flow)
@@ -209,8 +210,6 @@ class Quarantine(ToDelta):
 
     Delivery guarantee: exactly-once, as :class:`ToDelta`.
     """
-
-    guarantee = Guarantee.EXACTLY_ONCE
 
     def rows(self, df: DataFrame, batch: BatchContext) -> DataFrame:
         from pyspark.sql import functions as F

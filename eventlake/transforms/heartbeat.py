@@ -44,7 +44,7 @@ def idle_seconds(kafka: KafkaSettings, topics: list[str], checkpoint: str) -> fl
     from eventlake.monitoring.lag import _consumer, _timestamps, kafka_lag, parse_kafka_offsets
 
     log = CheckpointLog(Path(checkpoint))
-    last = log.last_committed if (Path(checkpoint) / "offsets").is_dir() else None
+    last = log.last_committed
     if last is None:
         return None
     processed: dict[str, dict[int, int]] = {}

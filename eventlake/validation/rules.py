@@ -145,15 +145,9 @@ def _real_time(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
 
 @rule("EL-V006")
 def _checkpoint_cannot_resume(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
-    from eventlake.checkpoints import CheckpointLog
-    from eventlake.validation.upgrade import BLOCKED, checkpoint_operators, verdict
+    from eventlake.validation.upgrade import BLOCKED, held_state, verdict
 
-    if not (flow.checkpoint / "offsets").is_dir():
-        return
-    # State exists once a batch committed; before that there is nothing to compare.
-    committed = CheckpointLog(flow.checkpoint).last_committed is not None
-    state = checkpoint_operators(flow.ctx.spark, flow) if committed else None
-    found = verdict(flow, state, tree)
+    found = verdict(flow, held_state(flow.ctx.spark, flow), tree)
     if found.outcome == BLOCKED:
         yield Issue(f"checkpoint {flow.checkpoint} {found.outcome}: {'; '.join(found.reasons)}",
                     fix=found.fix)  # fmt: skip
@@ -163,8 +157,6 @@ def _checkpoint_cannot_resume(flow: PlannedFlow, tree: PlanNode) -> Iterator[Iss
 def _checkpoint_changes_results(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
     from eventlake.validation.upgrade import CHANGES, verdict
 
-    if not (flow.checkpoint / "offsets").is_dir():
-        return
     found = verdict(flow, None, tree)
     if found.outcome == CHANGES:
         yield Issue(f"checkpoint {flow.checkpoint} {found.outcome}: {'; '.join(found.reasons)}")

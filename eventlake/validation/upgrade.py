@@ -66,10 +66,13 @@ def struct_fields(simple: str) -> tuple[str, ...]:
     return tuple(n for n in names if n)
 
 
-def checkpoint_operators(spark: SparkSession, flow: PlannedFlow) -> list[dict[str, Any]]:
-    """The checkpoint's stateful operators and key schemas (rows not counted)."""
+def held_state(spark: SparkSession, flow: PlannedFlow) -> list[dict[str, Any]] | None:
+    """The checkpoint's stateful operators and key schemas (rows not counted); None before
+    a batch committed (there is no state to compare yet)."""
     from eventlake.operations.checkpoints import state_operators
 
+    if CheckpointLog(flow.checkpoint).last_committed is None:
+        return None
     return state_operators(spark, flow.checkpoint, count=False)
 
 
@@ -182,14 +185,8 @@ def upgrade_verdicts(pipeline: Pipeline, settings: Settings, spark: SparkSession
     import tempfile
     from pathlib import Path
 
-    from eventlake.checkpoints import CheckpointLog
     from eventlake.pipelines.plan import build_plan
 
     with tempfile.TemporaryDirectory(prefix="eventlake-upgrade-") as scratch:
         plan = build_plan(pipeline, settings, spark, lake_root=Path(scratch))
-        verdicts = []
-        for flow in plan.flows:
-            committed = CheckpointLog(flow.checkpoint).last_committed is not None
-            held = checkpoint_operators(spark, flow) if committed else None
-            verdicts.append(verdict(flow, held))
-    return verdicts
+        return [verdict(flow, held_state(spark, flow)) for flow in plan.flows]
