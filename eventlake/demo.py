@@ -283,7 +283,10 @@ def run_clickstream_demo(demo: Settings, registry: Registry, console: Console) -
     names = ("silver/clicks", "silver/clicks_quarantine", "gold/user_clicks_5min",
              "gold/user_sessions", "gold/user_sessions_custom")  # fmt: skip
     console.print(_rows_table("clickstream: event-time tables", demo, names))
-    console.print(f"late clicks dropped (behind the watermark when they arrived): {late}")
+    kept = demo.lake.table_path("silver", "clicks_late")
+    kept_rows = _read(demo, "silver/clicks_late").num_rows if kept.exists() else 0
+    console.print(f"late clicks dropped (behind the watermark when they arrived): {late}, "
+                  f"kept in silver/clicks_late: {kept_rows}")  # fmt: skip
     key = ["session_start", "session_end", "user_id", "events"]
 
     def sessions(name: str) -> set[tuple[object, ...]]:

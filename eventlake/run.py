@@ -76,6 +76,7 @@ def run_plan(
     on_serve: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run ``plan`` with a progress listener and the run's monitor for its duration."""
+    from eventlake.operations.late import LateKeeper
     from eventlake.operations.monitor import RunMonitor
 
     spark = plan.flows[0].ctx.spark
@@ -85,12 +86,18 @@ def run_plan(
     runner = PipelineRunner(plan, listener)
     host = plan.flows[0].ctx.settings.metrics.host
     monitor = RunMonitor(plan, listener, port=metrics_port, host=host, running=runner.active)
+    keeper = LateKeeper(plan.chosen(), listener)
     try:
         monitor.start()
+        keeper.start()
         if monitor.url and on_serve is not None:
             on_serve(monitor.url)
-        return runner.run(stop)
+        result = runner.run(stop)
+        keeper.close()
+        result.late_rows_kept = dict(keeper.kept)
+        return result
     finally:
+        keeper.close()
         monitor.close()
         spark.streams.removeListener(listener)
         if own:

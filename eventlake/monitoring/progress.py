@@ -20,6 +20,10 @@ from eventlake.monitoring.observed import expectation_counts, observed_counts
 
 log = logging.getLogger(__name__)
 
+#: Queries eventlake starts for itself (late-row replays) have names with this prefix:
+#: their progress is neither shown nor counted.
+INTERNAL_QUERY_PREFIX = "_eventlake."
+
 
 @dataclass(frozen=True)
 class BatchProgress:
@@ -136,7 +140,8 @@ class ProgressListener(StreamingQueryListener):
     def onQueryProgress(self, event: Any) -> None:
         # A listener must never fail the query's thread.
         with contextlib.suppress(Exception):
-            self._queue.put(_progress(event.progress))
+            if not str(event.progress.name or "").startswith(INTERNAL_QUERY_PREFIX):
+                self._queue.put(_progress(event.progress))
 
     def onQueryIdle(self, event: Any) -> None:
         pass
@@ -146,6 +151,12 @@ class ProgressListener(StreamingQueryListener):
 
     def _drain(self) -> None:
         while (item := self._queue.get()) is not None:
+            # Observers first: whoever sees a batch in the totals knows they all have it.
+            for observe in list(self.observers):
+                try:
+                    observe(item)
+                except Exception:  # monitoring never stops the progress lines
+                    log.exception("progress observer %r failed on %s", observe, item.query)
             with self._lock:
                 t = self.totals.setdefault(item.query, FlowTotals())
                 # A batch without rows is worth a line when the watermark moved or the
@@ -161,11 +172,6 @@ class ProgressListener(StreamingQueryListener):
                 t.watermark = item.watermark
                 t.peak_state_rows = max(t.peak_state_rows, item.state_rows)
                 t.quarantined_rows += item.quarantined_rows
-            for observe in list(self.observers):
-                try:
-                    observe(item)
-                except Exception:  # monitoring never stops the progress lines
-                    log.exception("progress observer %r failed on %s", observe, item.query)
             shown = item.input_rows or item.dropped_by_watermark or (new_batch and moved)
             if self._show and shown:
                 self._console.print(item.line(), highlight=False, soft_wrap=True, markup=False)

@@ -58,6 +58,9 @@ class FlowSpec:
     guarantee: Guarantee | None = None
     #: Data-quality rules on the transform's result (``@expect``), top first.
     expectations: tuple[Expectation, ...] = ()
+    #: Write the rows its watermark drops to ``<layer>/<table>_late``
+    #: (:mod:`eventlake.operations.late`).
+    keep_late: bool = True
 
     def all_inputs(self) -> list[Input]:
         return [self.input, *(i for _, i in self.inputs)]
@@ -112,12 +115,15 @@ class Pipeline:
         description: str = "",
         inputs: dict[str, Input] | None = None,
         guarantee: Guarantee | str | None = None,
+        keep_late: bool = True,
     ) -> Callable[[Transform], Transform]:
         """Decorator: declare the decorated transform as a flow of this pipeline.
 
         The transform receives ``input`` as its DataFrame; each of ``inputs`` is a
         further stream it reads with ``ctx.stream(role)``. ``guarantee`` is the delivery
-        guarantee the flow must give (validated against the output's).
+        guarantee the flow must give (validated against the output's). The rows its
+        watermark drops are written to ``<layer>/<table>_late`` unless ``keep_late`` is
+        False.
         """
 
         def decorate(fn: Transform) -> Transform:
@@ -147,6 +153,7 @@ class Pipeline:
                 description=description or (doc[0] if doc else ""),
                 inputs=tuple(sorted((inputs or {}).items())),
                 guarantee=_guarantee(where, guarantee), expectations=rules,
+                keep_late=keep_late,
             )  # fmt: skip
             setattr(fn, "__eventlake_flow__", f"{self.name}.{flow_name}")  # noqa: B010
             return fn

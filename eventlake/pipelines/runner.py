@@ -38,6 +38,8 @@ class RunResult:
     plan: Plan
     flows: dict[str, FlowTotals] = field(default_factory=dict)
     stopped_by_signal: bool = False
+    #: Late rows written per flow by this run (``eventlake.operations.late``).
+    late_rows_kept: dict[str, int] = field(default_factory=dict)
 
     @property
     def pipeline(self) -> str:

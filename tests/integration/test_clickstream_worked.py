@@ -3,6 +3,7 @@ runs on one checkpoint, so the watermark advances between them as in a live stre
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,6 +57,11 @@ def test_seed_windowed_counts_late_click_not_counted(
     result = run_available_now("clickstream", settings, flows=FLOWS)
     assert result.flows["clickstream.clicks"].dropped_by_watermark == 1
     assert gold() == set()
+    # Not gone: the row as the flow had it at the watermark, with the one that dropped it.
+    late = table(settings, "silver", "clicks_late")
+    assert len(late) == 1
+    assert json.loads(late["row"][0])["event_id"] == "e6"
+    assert rows(late, "event_time", "watermark") == {("11:58", "11:59")}
 
     # Later events move the watermark to 12:15 - 10 min = 12:05: [12:00, 12:05) closes,
     # in this run's closing no-data batch; no further input is needed.
