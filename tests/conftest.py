@@ -1,6 +1,7 @@
-"""Shared fixtures: one real Kafka broker and one SparkSession for the whole run.
+"""Shared fixtures: one real Kafka broker and one SparkSession for the whole run, and a
+3-broker Kafka cluster for the tests that need one.
 
-Both start lazily: unit tests that use neither start neither.
+All start lazily: tests that use none start none.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from eventlake.config import PostgresSettings, Settings, SparkSettings
-from eventlake.kafka import EmbeddedKafkaBroker, create_topic
+from eventlake.kafka import EmbeddedKafkaBroker, EmbeddedKafkaCluster, create_topic
 from eventlake.postgres import EmbeddedPostgres
 from eventlake.session import get_spark
 from eventlake.testing import free_port, unique_name
@@ -27,6 +28,16 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedK
     broker.start()
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedKafkaCluster]:
+    """Three KRaft nodes; topics created without a replication factor get 3 copies."""
+    ports = [free_port() for _ in range(3)]
+    cluster = EmbeddedKafkaCluster(ports=ports, data_dir=tmp_path_factory.mktemp("cluster"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture(scope="session")

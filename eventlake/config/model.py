@@ -41,8 +41,10 @@ class KafkaSettings(_Section):
         if self.sasl_username and self.sasl_password:
             user = self.sasl_username.replace('"', '\\"')
             pwd = self.sasl_password.get_secret_value().replace('"', '\\"')
+            scram = (self.sasl_mechanism or "").upper().startswith("SCRAM-")
+            module = "scram.ScramLoginModule" if scram else "plain.PlainLoginModule"
             opts["kafka.sasl.jaas.config"] = (
-                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f"org.apache.kafka.common.security.{module} required "
                 f'username="{user}" password="{pwd}";'
             )
         return opts

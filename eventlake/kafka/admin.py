@@ -57,16 +57,20 @@ def create_topic(
     name: str,
     *,
     partitions: int = 1,
-    replication_factor: int = 1,
+    replication_factor: int | None = None,
     config: Mapping[str, str] | None = None,
     exist_ok: bool = False,
     timeout: float = 30.0,
 ) -> bool:
-    """Create a topic through the admin API; returns False when it existed and exist_ok."""
+    """Create a topic through the admin API; returns False when it existed and exist_ok.
+
+    Without ``replication_factor`` the brokers' ``default.replication.factor`` applies
+    (1 on one embedded broker, 3 on an embedded cluster).
+    """
     topic = NewTopic(
         name,
         num_partitions=partitions,
-        replication_factor=replication_factor,
+        replication_factor=-1 if replication_factor is None else replication_factor,
         config=dict(config or {}),
     )
     admin = _admin(bootstrap)  # keep a reference: a collected client cancels its futures

@@ -1,9 +1,10 @@
-"""A real single-node Kafka broker (KRaft, broker+controller) run as a background JVM.
+"""Real Kafka brokers (KRaft, each broker+controller) run as background JVMs: one node
+(:class:`EmbeddedKafkaBroker`) or a cluster of them (:class:`EmbeddedKafkaCluster`).
 
 The broker's jars come from jvm/kafka-broker/pom.xml (``make jars``). Each broker owns a
 data folder holding its ``server.properties``, its log directory, ``broker.json`` (ports,
 cluster id) and ``broker.pid``; brokers with different ports and folders run side by side.
-The process outlives the CLI call that started it, until ``stop``.
+The processes outlive the CLI call that started them, until ``stop``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,30 @@ def _pid_alive(pid: int) -> bool:
 
 
 @dataclass(frozen=True)
+class Quorum:
+    """What the nodes of one cluster share: its id, its controllers and how many copies
+    of each partition it keeps."""
+
+    cluster_id: str
+    #: Each node's controller port, node ids 1..N in order.
+    controller_ports: tuple[int, ...]
+
+    @property
+    def voters(self) -> str:
+        return ",".join(f"{i}@{HOST}:{p}" for i, p in enumerate(self.controller_ports, 1))
+
+    @property
+    def replicas(self) -> int:
+        """3 for a cluster of 3 or more (with ``min.insync.replicas`` 2), else the nodes."""
+        return min(len(self.controller_ports), 3)
+
+
+def _cluster_id() -> str:
+    # Kafka cluster ids are 16 random bytes, base64url without padding.
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+@dataclass(frozen=True)
 class BrokerStatus:
     running: bool
     pid: int | None
@@ -77,7 +102,8 @@ class BrokerStatus:
 
 
 class EmbeddedKafkaBroker:
-    """Start, stop and inspect one local broker bound to 127.0.0.1."""
+    """Start, stop and inspect one local broker bound to 127.0.0.1: on its own, or node
+    ``node_id`` of a cluster's ``quorum``."""
 
     def __init__(
         self,
@@ -85,10 +111,14 @@ class EmbeddedKafkaBroker:
         data_dir: Path | None = None,
         *,
         heap: str = "768m",
+        node_id: int = 1,
+        quorum: Quorum | None = None,
     ) -> None:
         self.port = port
         self.data_dir = (data_dir or state_dir() / f"kafka-{port}").absolute()
         self.heap = heap
+        self.node_id = node_id
+        self.quorum = quorum
 
     @property
     def bootstrap_servers(self) -> str:
@@ -147,19 +177,24 @@ class EmbeddedKafkaBroker:
         if self._meta_file.is_file():
             meta: dict[str, object] = json.loads(self._meta_file.read_text())
             return meta
-        # Kafka cluster ids are 16 random bytes, base64url without padding.
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        meta = {"cluster_id": cluster_id, "port": self.port, "controller_port": _free_port()}
+        if self.quorum is not None:
+            cluster_id = self.quorum.cluster_id
+            controller_port = self.quorum.controller_ports[self.node_id - 1]
+        else:
+            cluster_id, controller_port = _cluster_id(), _free_port()
+        meta = {"cluster_id": cluster_id, "port": self.port, "controller_port": controller_port}
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._meta_file.write_text(json.dumps(meta, indent=2))
         return meta
 
     def _write_config(self, controller_port: int) -> None:
         logs = self.data_dir / "kafka-logs"
+        quorum = self.quorum or Quorum("", (controller_port,))
+        copies, in_sync = str(quorum.replicas), str(min(quorum.replicas, 2))
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{HOST}:{controller_port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": quorum.voters,
             "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{controller_port}",
             "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
             "controller.listener.names": "CONTROLLER",
@@ -168,13 +203,17 @@ class EmbeddedKafkaBroker:
             "log.dirs": str(logs),
             "num.partitions": "1",
             "auto.create.topics.enable": "false",
-            "offsets.topic.replication.factor": "1",
+            # Topics created without a replication factor get the cluster's: 3 copies,
+            # 2 of them in sync for an acks=all write, on a cluster of 3 or more.
+            "default.replication.factor": copies,
+            "min.insync.replicas": in_sync,
+            "offsets.topic.replication.factor": copies,
             "offsets.topic.num.partitions": "3",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.replication.factor": copies,
+            "transaction.state.log.min.isr": in_sync,
             "transaction.state.log.num.partitions": "3",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": copies,
+            "share.coordinator.state.topic.min.isr": in_sync,
             "group.initial.rebalance.delay.ms": "0",
             "log.retention.hours": "-1",
         }
@@ -209,6 +248,11 @@ class EmbeddedKafkaBroker:
         current = self.status()
         if current.running:
             return current
+        return self.wait_ready(self.launch(), timeout=timeout)
+
+    def launch(self) -> subprocess.Popen[bytes]:
+        """Start the broker's JVM without waiting for it (a cluster's nodes answer only
+        once a majority of its controllers runs)."""
         meta = self._meta()
         if int(str(meta["port"])) != self.port:
             meta["port"] = self.port
@@ -248,6 +292,10 @@ class EmbeddedKafkaBroker:
                 cwd=self.data_dir,
             )
         self._pid_file.write_text(str(proc.pid))
+        return proc
+
+    def wait_ready(self, proc: subprocess.Popen[bytes], *, timeout: float = 90.0) -> BrokerStatus:
+        """Return once the launched broker answers; EL-KAFKA-001 if it exits or stays mute."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -307,6 +355,89 @@ class EmbeddedKafkaBroker:
             os.waitpid(pid, os.WNOHANG)
 
     def __enter__(self) -> EmbeddedKafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+
+class EmbeddedKafkaCluster:
+    """``brokers`` local nodes forming one KRaft cluster (each a broker and a controller),
+    on client ports ``port``, ``port + 1``... (or ``ports``), data under ``data_dir``.
+
+    Topics created without a replication factor get 3 copies and ``min.insync.replicas``
+    2: an ``acks=all`` write survives one node down, and a node's loss loses nothing.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        port: int = DEFAULT_PORT,
+        data_dir: Path | None = None,
+        *,
+        ports: list[int] | None = None,
+        heap: str = "512m",
+    ) -> None:
+        ports = ports or [port + i for i in range(brokers)]
+        self.data_dir = (data_dir or state_dir() / f"kafka-cluster-{ports[0]}").absolute()
+        quorum = self._quorum(len(ports))
+        self.nodes = [
+            EmbeddedKafkaBroker(p, self.data_dir / f"node-{i}", heap=heap, node_id=i,
+                                quorum=quorum)
+            for i, p in enumerate(ports, 1)
+        ]  # fmt: skip
+
+    def _quorum(self, brokers: int) -> Quorum:
+        path = self.data_dir / "cluster.json"
+        if path.is_file():
+            meta = json.loads(path.read_text())
+            if len(meta["controller_ports"]) == brokers:
+                return Quorum(meta["cluster_id"], tuple(meta["controller_ports"]))
+            raise EventlakeError(
+                ErrorCode.KAFKA_BROKER_START_FAILED,
+                f"the cluster in {self.data_dir} has {len(meta['controller_ports'])} brokers, "
+                f"not {brokers}.",
+                expected="the broker count the cluster was created with",
+                fix=f"pass --brokers {len(meta['controller_ports'])}, or another --data-dir",
+            )
+        quorum = Quorum(_cluster_id(), tuple(_free_port() for _ in range(brokers)))
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        ports = list(quorum.controller_ports)
+        path.write_text(json.dumps({"cluster_id": quorum.cluster_id, "controller_ports": ports}))
+        return quorum
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.bootstrap_servers for n in self.nodes)
+
+    def status(self) -> list[BrokerStatus]:
+        return [n.status() for n in self.nodes]
+
+    def start(self, *, timeout: float = 120.0) -> list[BrokerStatus]:
+        """Start every node not running, together, and return once each answers."""
+        launched = [(n, n.launch()) for n in self.nodes if not n.status().running]
+        try:
+            for node, proc in launched:
+                node.wait_ready(proc, timeout=timeout)
+        except EventlakeError:
+            self.stop()
+            raise
+        return self.status()
+
+    def stop(self, *, timeout: float = 30.0) -> bool:
+        """Stop every node; False when none was running.
+
+        All are signalled at once: one by one, the last nodes would wait on a quorum
+        already gone.
+        """
+        pids = [pid for pid in (n.status().pid for n in self.nodes) if pid is not None]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        return any([n.stop(timeout=timeout) for n in self.nodes])
+
+    def __enter__(self) -> EmbeddedKafkaCluster:
         self.start()
         return self
 

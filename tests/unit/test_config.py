@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,26 @@ def test_secret_from_environment_is_masked(tmp_path: Path, monkeypatch: pytest.M
     assert settings.kafka.client_options()["sasl.password"] == "hunter2"
     assert "hunter2" not in repr(settings)
     assert "hunter2" not in str(settings.model_dump(mode="json"))
-    assert 'password="hunter2"' in settings.kafka.spark_options()["kafka.sasl.jaas.config"]
+    jaas = settings.kafka.spark_options()["kafka.sasl.jaas.config"]
+    assert jaas.startswith("org.apache.kafka.common.security.plain.PlainLoginModule required ")
+    assert 'password="hunter2"' in jaas
+
+
+def test_scram_gets_the_scram_login_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventlake.config.model import KafkaSettings
+
+    monkeypatch.setenv("EL_TEST_SASL_PASSWORD", "s3cret")
+    kafka = KafkaSettings(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+                          sasl_username="app",
+                          sasl_password=os.environ["EL_TEST_SASL_PASSWORD"])  # fmt: skip
+    spark = kafka.spark_options()
+    assert spark["kafka.security.protocol"] == "SASL_SSL"
+    assert spark["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
+    assert spark["kafka.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="app" password="s3cret";'
+    )
+    assert kafka.client_options()["sasl.mechanism"] == "SCRAM-SHA-512"
 
 
 def test_missing_environment_variable(tmp_path: Path) -> None:
