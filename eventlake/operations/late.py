@@ -51,7 +51,7 @@ from eventlake.pipelines.plan_tree import planned_operators
 from eventlake.triggers import ONCE, apply_trigger, is_micro_batch
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from rich.console import Console
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class _Watch:
 
 
 @contextmanager
-def _watching(sample: DataFrame) -> Iterator[_Watch]:
+def watching(sample: DataFrame) -> Iterator[_Watch]:
     """Record, for this thread, each ``withWatermark`` and the ``groupBy`` right after it."""
     from pyspark.sql import DataFrame as Frame
 
@@ -153,6 +153,50 @@ def _text(col: Any) -> str:
     return str(col).removeprefix("Column<'").removesuffix("'>")
 
 
+#: Added by :func:`flag_late`: whether the row (for windows: the row in that window) is late.
+LATE = "_eventlake_late"
+#: Added by :func:`flag_late` for window aggregations: the window of the row.
+WINDOW = "_eventlake_window"
+
+
+def flag_late(mark: _Mark, df: DataFrame, threshold: Column, where: str = "") -> DataFrame:
+    """``df`` (rows at ``mark``'s watermark) with :data:`LATE`: whether the operator after
+    the watermark drops it when the late-events watermark is ``threshold`` (epoch ms).
+
+    For an aggregation by ``window(...)`` each row comes once per window it falls in, with
+    that window in :data:`WINDOW` (once per row for a tumbling window).
+    """
+    from pyspark.sql import functions as F
+
+    texts = [_text(c) for c in mark.grouping]
+    window = next((c for c, t in zip(mark.grouping, texts, strict=True)
+                   if t.startswith("window(")), None)  # fmt: skip
+    session = next((t for t in texts if t.startswith("session_window(")), None)
+    event_ms = F.unix_millis(F.col(mark.column))
+    if window is not None:
+        windowed = df.withColumn(WINDOW, window)
+        return windowed.withColumn(LATE, F.unix_millis(F.col(f"{WINDOW}.end")) <= threshold)
+    if session is not None:
+        found = _SESSION.match(session)
+        if found is None:
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                f"{where}: its session gap ({session}) is not a fixed duration.",
+                expected="session_window(column, 'N minutes') to judge its late rows",
+                fix="use a fixed gap (or, for kept late rows, declare keep_late=False)",
+            )
+        gap = duration_ms(found.group("gap").strip())
+        return df.withColumn(LATE, event_ms + F.lit(gap) <= threshold)
+    return df.withColumn(LATE, event_ms <= threshold)
+
+
+def sliding(mark: _Mark) -> bool:
+    """Whether ``mark``'s rows are aggregated by a sliding window (several per row)."""
+    texts = [_text(c) for c in mark.grouping if _text(c).startswith("window(")]
+    args = [a.strip().strip("'") for a in texts[0][len("window(") :].split(",")] if texts else []
+    return len(args) >= 3 and args[1] != args[2]
+
+
 def judged(flow: PlannedFlow, mark: _Mark, watermark_ms: int) -> DataFrame:
     """The rows of ``mark.before`` Spark drops when its late-events watermark is
     ``watermark_ms``, as late-table rows."""
@@ -163,35 +207,15 @@ def judged(flow: PlannedFlow, mark: _Mark, watermark_ms: int) -> DataFrame:
     df = mark.before
     if HEARTBEAT in df.columns:
         df = df.where(~F.col(HEARTBEAT)).drop(HEARTBEAT)
-    row = F.to_json(F.struct(*[F.col(c) for c in df.columns]))
     limit = F.lit(watermark_ms)
-    base = [F.col(mark.column).cast("timestamp").alias("event_time"),
-            F.timestamp_millis(limit).alias("watermark"), row.alias("row")]  # fmt: skip
-    texts = [_text(c) for c in mark.grouping]
-    window = next((c for c, t in zip(mark.grouping, texts, strict=True)
-                   if t.startswith("window(")), None)  # fmt: skip
-    session = next((t for t in texts if t.startswith("session_window(")), None)
-    if window is not None:
-        w = "_eventlake_window"
-        bounds = [F.col(f"{w}.start").alias("window_start"), F.col(f"{w}.end").alias("window_end")]
-        return (
-            df.select(*base, window.alias(w))
-            .where(F.unix_millis(F.col(f"{w}.end")) <= limit)
-            .select("event_time", "watermark", "row", *bounds)
-        )
-    if session is not None:
-        found = _SESSION.match(session)
-        if found is None:
-            raise EventlakeError(
-                ErrorCode.PIPELINE_INVALID,
-                f"flow '{flow.query_name}': its session gap ({session}) is not a fixed duration.",
-                expected="session_window(column, 'N minutes') for late rows to be kept",
-                fix="use a fixed gap, or declare the flow with keep_late=False",
-            )
-        gap = duration_ms(found.group("gap").strip())
-        late = F.unix_millis(F.col(mark.column)) + F.lit(gap) <= limit
-        return df.where(late).select(*base)
-    return df.where(F.unix_millis(F.col(mark.column)) <= limit).select(*base)
+    flagged = flag_late(mark, df, limit, f"flow '{flow.query_name}'")
+    columns = [F.col(mark.column).cast("timestamp").alias("event_time"),
+               F.timestamp_millis(limit).alias("watermark"),
+               F.to_json(F.struct(*[F.col(c) for c in df.columns])).alias("row")]  # fmt: skip
+    if WINDOW in flagged.columns:
+        columns += [F.col(f"{WINDOW}.start").alias("window_start"),
+                    F.col(f"{WINDOW}.end").alias("window_end")]  # fmt: skip
+    return flagged.where(F.col(LATE)).select(*columns)
 
 
 def _seed(checkpoint: Path, scratch: Path, batch: int) -> None:
@@ -213,7 +237,7 @@ def _rebuilt(flow: PlannedFlow) -> tuple[FlowContext, _Mark]:
     spec, spark = flow.spec, flow.ctx.spark
     ctx = FlowContext.of(flow.ctx, spark, trigger=flow.trigger, sources=(spec.input,))
     source = spec.input.read(ctx)
-    with _watching(source) as watch:
+    with watching(source) as watch:
         spec.transform(ctx, source)
     if len(watch.marks) != 1:
         raise EventlakeError(

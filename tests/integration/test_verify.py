@@ -33,20 +33,24 @@ def test_verify_clean_flow_and_the_rows_of_a_broken_one(
     produce(bootstrap, topic, _clicks(("a", "00:01"), ("a", "00:04"), ("b", "00:08"),
                                       ("a", "00:30")))  # fmt: skip
     run_available_now(clicks, settings)
-    # 00:02 arrives after the watermark passed 00:25: Spark drops it as late.
-    produce(bootstrap, topic, _clicks(("b", "00:02"), ("a", "00:33"), ("b", "01:00")))
+    # 00:02 arrives after the watermark passed 00:25: Spark drops it as late. 00:22 is
+    # behind it too, but its window [00:20, 00:30) is open: Spark counts it.
+    produce(bootstrap, topic, _clicks(("b", "00:02"), ("c", "00:22"), ("a", "00:33"),
+                                      ("b", "01:00")))  # fmt: skip
     run_available_now(clicks, settings)
     windows = read_delta(tmp_path / "lake" / "gold" / "clicks_10min").to_pylist()
-    assert sorted((r["user"], r["count"]) for r in windows) == [("a", 2), ("a", 2), ("b", 1)]
+    assert sorted((r["user"], r["count"]) for r in windows) == [
+        ("a", 2), ("a", 2), ("b", 1), ("c", 1)
+    ]  # fmt: skip
 
     good = verify_flow(clicks, "per_window", settings, spark)
     assert good.ok, good
-    assert (good.expected_rows, good.output_rows, good.late_rows) == (3, 3, 1)
+    assert (good.expected_rows, good.output_rows, good.late_rows) == (4, 4, 1)
 
     bad = verify_flow(clicks, "per_user", settings, spark)
     assert not bad.ok
     assert (bad.missing_count, bad.unexpected_count) == (0, 2)
-    # Batch 0 appended a:3, b:1; batch 2 appended a:4, b:3: the first two are stale.
+    # Batch 0 appended a:3, b:1; batch 2 appended a:4, b:3, c:1: the first two are stale.
     assert sorted((r["user"], r["count"]) for r in bad.unexpected) == [("a", 3), ("b", 1)]
 
     # The command a user runs: exit 1 and the rows in the output.

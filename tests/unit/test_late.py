@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eventlake.operations.late import _SESSION, MARK_FILE, _read_mark, _seed, _write_mark
+from eventlake.operations.late import (
+    _SESSION,
+    MARK_FILE,
+    _Mark,
+    _read_mark,
+    _seed,
+    _write_mark,
+    sliding,
+)
 
 
 def _checkpoint(root: Path, planned: int, committed: int) -> Path:
@@ -54,7 +62,17 @@ def test_mark_round_trip_and_absent(tmp_path: Path) -> None:
 
 
 def test_session_gap_is_read_from_the_grouping_column() -> None:
-    found = _SESSION.match("session_window(ts, 3 minutes) AS session")
+    found = _SESSION.match("session_window(ts, '3 minutes') AS session")
     assert found is not None
     assert (found.group("col"), found.group("gap").strip()) == ("ts", "3 minutes")
     assert _SESSION.match("session_window(ts, CASE WHEN (user = a) THEN 1 minute END)") is None
+
+
+def test_sliding_windows_are_told_from_tumbling_ones() -> None:
+    def mark(*grouping: str) -> _Mark:
+        return _Mark(before=None, column="ts", after=None, grouping=grouping)  # type: ignore[arg-type]
+
+    assert sliding(mark("window(ts, '10 minutes', '5 minutes', '0 second')", "user"))
+    assert not sliding(mark("window(ts, '10 minutes', '10 minutes', '0 second')", "user"))
+    assert not sliding(mark("session_window(ts, '3 minutes') AS session", "user"))
+    assert not sliding(mark("user"))
