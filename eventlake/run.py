@@ -86,7 +86,7 @@ def run_plan(
     runner = PipelineRunner(plan, listener)
     host = plan.flows[0].ctx.settings.metrics.host
     monitor = RunMonitor(plan, listener, port=metrics_port, host=host, running=runner.active)
-    keeper = LateKeeper(plan.chosen(), listener)
+    keeper = LateKeeper(plan.chosen(), listener, metrics=monitor.metrics)
     try:
         monitor.start()
         keeper.start()

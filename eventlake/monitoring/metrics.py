@@ -64,6 +64,11 @@ class PipelineMetrics:
             "Rows dropped because their event time was behind the watermark.",
             FLOW, registry=r,
         )  # fmt: skip
+        self.late_kept = Counter(
+            "eventlake_late_rows_kept",
+            "Rows the watermark dropped, written to the flow's <table>_late.",
+            FLOW, registry=r,
+        )  # fmt: skip
         self.quarantined = Counter(
             "eventlake_quarantined_rows", "Rows written to a quarantine table.", FLOW, registry=r
         )
@@ -105,7 +110,8 @@ class PipelineMetrics:
         interval = parse_trigger(trigger).get("processingTime") if trigger else None
         seconds = duration_ms(str(interval)) / 1000.0 if interval else 0.0
         self.trigger_interval.labels(*labels).set(seconds)
-        for metric in (self.input_rows, self.processed_rows, self.dropped, self.quarantined):
+        for metric in (self.input_rows, self.processed_rows, self.dropped, self.late_kept,
+                       self.quarantined):  # fmt: skip
             metric.labels(*labels)
         self.batch_duration.labels(*labels)
         self.up.labels(*labels).set(1)

@@ -45,6 +45,7 @@ from eventlake.context import FlowContext
 from eventlake.durations import duration_ms
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.monitoring import BatchProgress, ProgressListener
+from eventlake.monitoring.metrics import PipelineMetrics
 from eventlake.monitoring.progress import INTERNAL_QUERY_PREFIX
 from eventlake.pipelines.plan import PlannedFlow
 from eventlake.pipelines.plan_tree import planned_operators
@@ -324,12 +325,17 @@ class LateKeeper:
     :meth:`close` after they end (it finishes the replays queued by then)."""
 
     def __init__(
-        self, flows: list[PlannedFlow], listener: ProgressListener, console: Console | None = None
+        self,
+        flows: list[PlannedFlow],
+        listener: ProgressListener,
+        console: Console | None = None,
+        metrics: PipelineMetrics | None = None,
     ) -> None:
         from rich.console import Console
 
         self.flows = {f.query_name: f for f in flows if not_kept(f) is None}
         self.listener = listener
+        self.metrics = metrics
         self.console = console or Console(stderr=True)
         #: Per flow, the last batch whose late rows were looked for.
         self.checked: dict[str, int] = {}
@@ -382,6 +388,8 @@ class LateKeeper:
             )  # fmt: skip
             return
         self.kept[flow.query_name] = self.kept.get(flow.query_name, 0) + rows
+        if self.metrics is not None:
+            self.metrics.late_kept.labels(flow.spec.pipeline, flow.spec.name).inc(rows)
         log.info("%s batch %s: %s late rows kept in %.2fs", flow.query_name, batch, rows,
                  time.monotonic() - started)  # fmt: skip
         if rows:

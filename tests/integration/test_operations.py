@@ -36,6 +36,7 @@ METRICS = (
     "eventlake_state_rows",
     "eventlake_state_bytes",
     "eventlake_rows_dropped_by_watermark",
+    "eventlake_late_rows_kept",
     "eventlake_quarantined_rows",
     "eventlake_kafka_lag_records",
     "eventlake_kafka_lag_seconds",

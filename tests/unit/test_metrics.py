@@ -37,6 +37,7 @@ def test_metrics_follow_prometheus_conventions_and_carry_each_batch() -> None:
     assert one("eventlake_processed_rows") == 220
     assert one("eventlake_quarantined_rows") == 10
     assert one("eventlake_rows_dropped_by_watermark") == 6
+    assert one("eventlake_late_rows_kept") == 0  # from the late keeper, not the progress
     assert one("eventlake_watermark_seconds") == 1767226200.0  # 2026-01-01T00:10:00Z
     assert (one("eventlake_state_rows"), one("eventlake_state_bytes")) == (70, 4096)
     assert one("eventlake_last_batch_id") == 4
