@@ -59,11 +59,7 @@ log = logging.getLogger(__name__)
 
 #: Beside a flow's checkpoint: the last batch whose late rows were looked for.
 MARK_FILE = "eventlake-late.json"
-#: The columns of a late-rows table before the windowed ones.
-LATE_SCHEMA = "batch_id LONG, event_time TIMESTAMP, watermark TIMESTAMP, row STRING"
 _SESSION = re.compile(r"session_window\((?P<col>[^,]+),\s*'?(?P<gap>\d[^')]*)'?\)")
-_ROW_OPERATORS = ("dedupe", "dedupeWithinWatermark", "flatMapGroupsWithState",
-                  "transformWithStateExec", "transformWithStateInPySparkExec")  # fmt: skip
 
 
 def late_table(flow: PlannedFlow) -> tuple[str, str]:
