@@ -34,9 +34,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +44,7 @@ from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.monitoring import BatchProgress, ProgressListener
 from eventlake.monitoring.metrics import PipelineMetrics
 from eventlake.monitoring.progress import INTERNAL_QUERY_PREFIX
+from eventlake.operations.lateness import WatermarkCall, watermark_hook
 from eventlake.pipelines.plan import PlannedFlow
 from eventlake.pipelines.plan_tree import planned_operators
 from eventlake.triggers import ONCE, apply_trigger, is_micro_batch
@@ -97,55 +95,6 @@ def not_kept(flow: PlannedFlow) -> str | None:
     return None
 
 
-@dataclass
-class _Mark:
-    """One ``withWatermark`` the transform called: its input and how its output was grouped."""
-
-    before: DataFrame
-    column: str
-    after: DataFrame
-    grouping: tuple[Any, ...] = ()
-
-
-@dataclass
-class _Watch:
-    thread: int
-    marks: list[_Mark] = field(default_factory=list)
-
-
-@contextmanager
-def watching(sample: DataFrame) -> Iterator[_Watch]:
-    """Record, for this thread, each ``withWatermark`` and the ``groupBy`` right after it."""
-    from pyspark.sql import DataFrame as Frame
-
-    frame = type(sample) if isinstance(sample, Frame) else Frame
-    watermark, group = frame.withWatermark, frame.groupBy
-    watch = _Watch(threading.get_ident())
-
-    def with_watermark(self: Any, eventTime: str, delayThreshold: str) -> Any:
-        out = watermark(self, eventTime, delayThreshold)
-        if threading.get_ident() == watch.thread:
-            watch.marks.append(_Mark(self, eventTime, out))
-        return out
-
-    def group_by(self: Any, *cols: Any) -> Any:
-        if threading.get_ident() == watch.thread:
-            for mark in watch.marks:
-                # The watermarked frame itself, or (idle_timeout filters the heartbeats
-                # out first) the first grouping after it of a frame with the event time.
-                if mark.after is self or (not mark.grouping and mark.column in self.columns):
-                    mark.grouping = cols
-        return group(self, *cols)
-
-    setattr(frame, "withWatermark", with_watermark)  # noqa: B010
-    setattr(frame, "groupBy", group_by)  # noqa: B010
-    try:
-        yield watch
-    finally:
-        setattr(frame, "withWatermark", watermark)  # noqa: B010
-        setattr(frame, "groupBy", group)  # noqa: B010
-
-
 def _text(col: Any) -> str:
     return str(col).removeprefix("Column<'").removesuffix("'>")
 
@@ -156,7 +105,7 @@ LATE = "_eventlake_late"
 WINDOW = "_eventlake_window"
 
 
-def flag_late(mark: _Mark, df: DataFrame, threshold: Column, where: str = "") -> DataFrame:
+def flag_late(mark: WatermarkCall, df: DataFrame, threshold: Column, where: str = "") -> DataFrame:
     """``df`` (rows at ``mark``'s watermark) with :data:`LATE`: whether the operator after
     the watermark drops it when the late-events watermark is ``threshold`` (epoch ms).
 
@@ -187,14 +136,14 @@ def flag_late(mark: _Mark, df: DataFrame, threshold: Column, where: str = "") ->
     return df.withColumn(LATE, event_ms <= threshold)
 
 
-def sliding(mark: _Mark) -> bool:
+def sliding(mark: WatermarkCall) -> bool:
     """Whether ``mark``'s rows are aggregated by a sliding window (several per row)."""
     texts = [_text(c) for c in mark.grouping if _text(c).startswith("window(")]
     args = [a.strip().strip("'") for a in texts[0][len("window(") :].split(",")] if texts else []
     return len(args) >= 3 and args[1] != args[2]
 
 
-def judged(flow: PlannedFlow, mark: _Mark, watermark_ms: int) -> DataFrame:
+def judged(flow: PlannedFlow, mark: WatermarkCall, watermark_ms: int) -> DataFrame:
     """The rows of ``mark.before`` Spark drops when its late-events watermark is
     ``watermark_ms``, as late-table rows."""
     from pyspark.sql import functions as F
@@ -229,22 +178,22 @@ def _seed(checkpoint: Path, scratch: Path, batch: int) -> None:
         shutil.copytree(checkpoint / "sources", scratch / "sources")
 
 
-def _rebuilt(flow: PlannedFlow) -> tuple[FlowContext, _Mark]:
+def _rebuilt(flow: PlannedFlow) -> tuple[FlowContext, WatermarkCall]:
     """The flow's transform built again on a fresh read of its input, with its watermark."""
     spec, spark = flow.spec, flow.ctx.spark
     ctx = FlowContext.of(flow.ctx, spark, trigger=flow.trigger, sources=(spec.input,))
     source = spec.input.read(ctx)
-    with watching(source) as watch:
+    with watermark_hook(source) as calls:
         spec.transform(ctx, source)
-    if len(watch.marks) != 1:
+    if len(calls) != 1:
         raise EventlakeError(
             ErrorCode.PIPELINE_INVALID,
-            f"flow '{flow.query_name}' called withWatermark {len(watch.marks)} times "
+            f"flow '{flow.query_name}' called withWatermark {len(calls)} times "
             "when rebuilt for its late rows.",
             expected="one watermark, as when it was planned",
             fix="declare the flow with keep_late=False",
         )
-    return ctx, watch.marks[0]
+    return ctx, calls[0]
 
 
 def keep_late_rows(flow: PlannedFlow, batch: int) -> int:

@@ -54,24 +54,60 @@ class Lateness:
         return asdict(self)
 
 
+@dataclass
+class WatermarkCall:
+    """One ``withWatermark(column, delay)`` a transform made: the frame it watermarked,
+    its result, and the columns the result was grouped by right after (if it was)."""
+
+    before: DataFrame
+    column: str
+    delay: str
+    after: DataFrame
+    grouping: tuple[Any, ...] = ()
+
+
 @contextmanager
-def watermark_hook(sample: DataFrame, hook: Callable[[Any, str, str], Any]) -> Iterator[None]:
-    """While the block runs, each ``withWatermark(column, delay)`` on DataFrames of
-    ``sample``'s class watermarks ``hook(df, column, delay)`` instead of ``df``: the flow's
-    transform run on batch reads, with its frames seen (lateness) or filtered (verify)."""
+def watermark_hook(
+    sample: DataFrame, hook: Callable[[Any, str, str], Any] | None = None
+) -> Iterator[list[WatermarkCall]]:
+    """While the block runs, each ``withWatermark(column, delay)`` this thread makes on
+    DataFrames of ``sample``'s class is recorded, with the ``groupBy`` on its result; with
+    ``hook``, it watermarks ``hook(df, column, delay)`` instead of ``df``. The flow's
+    transform run on batch reads, with its frames seen (lateness) or filtered (verify), or
+    rebuilt with its grouping known (late rows)."""
+    import threading
+
     from pyspark.sql import DataFrame as Frame
 
     frame = type(sample) if isinstance(sample, Frame) else Frame
-    original = getattr(frame, "withWatermark")  # noqa: B009 (patched and restored below)
+    original, group = frame.withWatermark, frame.groupBy
+    thread = threading.get_ident()
+    calls: list[WatermarkCall] = []
 
     def hooked(self: Any, eventTime: str, delayThreshold: str) -> Any:
-        return original(hook(self, eventTime, delayThreshold), eventTime, delayThreshold)
+        if threading.get_ident() != thread:  # foreachBatch code of running flows
+            return original(self, eventTime, delayThreshold)
+        before = hook(self, eventTime, delayThreshold) if hook else self
+        out = original(before, eventTime, delayThreshold)
+        calls.append(WatermarkCall(before, eventTime, delayThreshold, out))
+        return out
+
+    def grouped(self: Any, *cols: Any) -> Any:
+        if threading.get_ident() == thread:
+            for call in calls:
+                # The watermarked frame itself, or (idle_timeout filters the heartbeats
+                # out first) the first grouping after it of a frame with the event time.
+                if call.after is self or (not call.grouping and call.column in self.columns):
+                    call.grouping = cols
+        return group(self, *cols)
 
     setattr(frame, "withWatermark", hooked)  # noqa: B010
+    setattr(frame, "groupBy", grouped)  # noqa: B010
     try:
-        yield
+        yield calls
     finally:
         setattr(frame, "withWatermark", original)  # noqa: B010
+        setattr(frame, "groupBy", group)  # noqa: B010
 
 
 def _unavailable(flow: str, what: str) -> EventlakeError:
@@ -94,21 +130,15 @@ def watermarked_inputs(
         first = spec.input.read_batch(ctx)
     except NotImplementedError as exc:
         raise _unavailable(query, f"its input cannot be read as a batch ({exc}).") from None
-    seen: list[tuple[DataFrame, str, str]] = []
-
-    def capture(df: DataFrame, column: str, delay: str) -> DataFrame:
-        seen.append((df, column, delay))
-        return df
-
-    with watermark_hook(first, capture):
+    with watermark_hook(first) as calls:
         try:
             spec.transform(ctx, first)
         except Exception:  # beyond the watermark some operators refuse batch input
-            if not seen:
+            if not calls:
                 raise
-    if not seen:
+    if not calls:
         raise _unavailable(query, "it declares no event-time watermark.")
-    return seen
+    return [(c.before, c.column, c.delay) for c in calls]
 
 
 def _arrival(df: DataFrame, flow: FlowContext) -> DataFrame:

@@ -28,8 +28,8 @@ from eventlake.config import Settings
 from eventlake.connectors.kafka import KafkaInput
 from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.operations.late import LATE, WINDOW, _Mark, flag_late, sliding, watching
-from eventlake.operations.lateness import watermark_hook
+from eventlake.operations.late import LATE, WINDOW, flag_late, sliding
+from eventlake.operations.lateness import WatermarkCall, watermark_hook
 from eventlake.pipelines.expectations import FAILED, apply_expectations
 
 if TYPE_CHECKING:
@@ -104,10 +104,10 @@ def verify_flow(
 
     batches = _batch_ranges(log, last)
     late_counts: list[DataFrame] = []
-    with watching(source) as watch:  # how the watermarked rows are grouped, if they are
+    with watermark_hook(source) as calls:  # how the watermarked rows are grouped, if they are
         spec.transform(ctx, source)
-    marks = iter(watch.marks)  # the same withWatermark calls, in the same order, below
-    if any(sliding(m) for m in watch.marks):
+    marks = iter(calls)  # the same withWatermark calls, in the same order, below
+    if any(sliding(m) for m in calls):
         what = ("it aggregates by a sliding window (Spark drops a late row from the closed "
                 "windows only, which no row filter can replay)")  # fmt: skip
         raise _refused(name, what, "verify flows with tumbling, session or no windows")
@@ -116,7 +116,7 @@ def verify_flow(
         if not {"partition", "offset"} <= set(df.columns):
             keep = "keep `partition` and `offset` up to withWatermark"
             raise _refused(name, "its rows lose Kafka's partition and offset first", keep)
-        mark = next(marks, None) or _Mark(df, column, df)
+        mark = next(marks, None) or WatermarkCall(df, column, delay, df)
         flagged = flag_late(mark, _judged(spark, df, batches), F.col("_threshold"), name)
         flagged = flagged.drop(WINDOW, "_threshold")
         late_counts.append(flagged.where(F.col(LATE)))

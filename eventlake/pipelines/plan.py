@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
@@ -45,7 +46,12 @@ class PlannedFlow:
         return self.spec.query_name
 
     def tree(self) -> PlanNode:
-        """The flow's analysed logical plan."""
+        """The flow's analysed logical plan (read from Spark once: validation, the
+        fingerprint and the late keeper all ask)."""
+        return self._tree
+
+    @cached_property
+    def _tree(self) -> PlanNode:
         return analysed_tree(self.df)
 
     def fingerprint(self, tree: PlanNode | None = None) -> Fingerprint:

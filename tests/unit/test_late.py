@@ -9,12 +9,12 @@ from pathlib import Path
 from eventlake.operations.late import (
     _SESSION,
     MARK_FILE,
-    _Mark,
     _read_mark,
     _seed,
     _write_mark,
     sliding,
 )
+from eventlake.operations.lateness import WatermarkCall
 
 
 def _checkpoint(root: Path, planned: int, committed: int) -> Path:
@@ -69,8 +69,8 @@ def test_session_gap_is_read_from_the_grouping_column() -> None:
 
 
 def test_sliding_windows_are_told_from_tumbling_ones() -> None:
-    def mark(*grouping: str) -> _Mark:
-        return _Mark(before=None, column="ts", after=None, grouping=grouping)  # type: ignore[arg-type]
+    def mark(*grouping: str) -> WatermarkCall:
+        return WatermarkCall(None, "ts", "5 minutes", None, grouping)  # type: ignore[arg-type]
 
     assert sliding(mark("window(ts, '10 minutes', '5 minutes', '0 second')", "user"))
     assert not sliding(mark("window(ts, '10 minutes', '10 minutes', '0 second')", "user"))
