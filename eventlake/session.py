@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eventlake.cluster.code import code_archive, ship_code
+from eventlake.cluster.standalone import DEFAULT_UI_PORT, UI_PORT_CONF
 from eventlake.config import Settings, SparkSettings
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.paths import SPARK_JARS, jar_files
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 CHECKPOINT_INTERVAL = "spark.databricks.delta.properties.defaults.checkpointInterval"
 FS_CHECKPOINT_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
@@ -53,13 +57,17 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     # adds ~1 s to its batch, a latency spike every 10th batch. New tables checkpoint every
     # 100 commits; a snapshot still loads in well under a second from 100 JSON commits.
     conf[CHECKPOINT_INTERVAL] = "100"
+    if _on_loopback(spark.master):
+        # A cluster on this machine (``eventlake cluster start``) reaches the driver there.
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
     if spark.master.startswith("local"):
         # Spark's 200 makes every stateful micro-batch ~40x slower on 2 cores: one shuffle
         # (and state) partition per core. A stateful checkpoint keeps the count it began with.
         conf[SHUFFLE_PARTITIONS] = str(local_cores(spark.master))
         # Delta 4.4 rebuilds snapshot state (for the streaming sink's txn lookup) with a job of
         # this many tasks on every commit; the default 50 costs ~5 s a batch on 2 cores.
-        conf["spark.databricks.delta.snapshotPartitions"] = "1"
+        conf[SNAPSHOT_PARTITIONS] = "1"
         # Hadoop's FileContext renames a local file through a forked `readlink` (~0.1 s each;
         # 2 per batch, more with state). The FileSystem API renames in-process; rename(2)
         # is atomic, and Spark runs one query per checkpoint at a time.
@@ -69,6 +77,34 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     conf.update(spark.conf)
     return conf
+
+
+def _on_loopback(master: str) -> bool:
+    host = master.removeprefix("spark://").rsplit(":", 1)[0]
+    return master.startswith("spark://") and host in ("127.0.0.1", "localhost")
+
+
+def cluster_cores(session: SparkSession, spark: SparkSettings, timeout: float = 30.0) -> int:
+    """The cores this application gets on its cluster: a standalone master's alive
+    workers' cores (its web UI's ``/json/``; ``spark.master.ui.port``, 8080 by default),
+    capped by ``spark.cores.max``; on other cluster managers, the cores of the executors
+    registered once the first one has (waiting up to ``timeout``)."""
+    import time
+
+    from eventlake.cluster import master_state, master_ui_url
+
+    conf = session.sparkContext.getConf()
+    ui = master_ui_url(spark.master, int(conf.get(UI_PORT_CONF, str(DEFAULT_UI_PORT)) or 0))
+    state = master_state(ui) if ui else None
+    if state is not None and int(state.get("cores", 0)) > 0:
+        cores = int(state["cores"])
+        cap = conf.get("spark.cores.max")
+        return min(cores, int(cap)) if cap else cores
+    sc = session.sparkContext
+    deadline = time.monotonic() + timeout
+    while not sc._jsc.sc().getExecutorIds().size() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return max(1, sc.defaultParallelism)
 
 
 def local_cores(master: str) -> int:
@@ -93,7 +129,7 @@ def _check_java() -> None:
         )
 
 
-def _start_jvm(conf: dict[str, str], log: Path) -> None:
+def _start_jvm(conf: dict[str, str], log: Path, python_path: Sequence[Path] = ()) -> None:
     """Start Spark's JVM with its stdout and stderr in ``log``, and its SparkContext.
 
     Everything the JVM prints goes there: Spark's log4j output and the output of the Python
@@ -107,10 +143,23 @@ def _start_jvm(conf: dict[str, str], log: Path) -> None:
         return
     log.parent.mkdir(parents=True, exist_ok=True)
     spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
-    with log.open("ab") as out:  # the JVM keeps its own descriptor
-        gateway = launch_gateway(  # type: ignore[no-untyped-call]
-            spark_conf, popen_kwargs={"stdout": out, "stderr": out}
+    # The JVM's PYTHONPATH reaches the Python workers it starts on the driver (those of
+    # transformWithState), which do not read the SparkContext's added Python files.
+    before = os.environ.get("PYTHONPATH")
+    if python_path:
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [*(str(p) for p in python_path), *([before] if before else [])]
         )
+    try:
+        with log.open("ab") as out:  # the JVM keeps its own descriptor
+            gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                spark_conf, popen_kwargs={"stdout": out, "stderr": out}
+            )
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
     SparkContext(conf=spark_conf, gateway=gateway)
     configure_python_logging(log)
 
@@ -143,22 +192,28 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
         _check_java()
         # Python UDFs and transformWithState run in worker processes started from
         # PYSPARK_PYTHON, "python3" on PATH by default: not this environment's packages.
+        # As with spark-submit, spark.pyspark.python (the executors' Python) wins.
+        executor_python = settings.spark.conf.get("spark.pyspark.python")
+        if executor_python:
+            os.environ["PYSPARK_PYTHON"] = executor_python
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         conf = spark_conf(settings.spark)
         log = settings.log_file()
         builder = SparkSession.builder
         for key, value in conf.items():
             builder = builder.config(key, value)
+        on_cluster = not settings.spark.master.startswith("local")
+        code = [code_archive()] if on_cluster else []
         try:
-            _start_jvm(conf, log)
+            _start_jvm(conf, log, code)
             session = builder.getOrCreate()
         except Exception as exc:
             raise translate(exc, context=f"starting Spark (its log: {log})") from exc
         session.sparkContext.setLogLevel(settings.spark.log_level)
-        if SHUFFLE_PARTITIONS not in settings.spark.conf and not settings.spark.master.startswith(
-            "local"
-        ):
-            # A cluster's cores are known once it has started: its executors' total.
-            total = session.sparkContext.defaultParallelism
-            session.conf.set(SHUFFLE_PARTITIONS, str(max(1, total)))
+        if on_cluster:
+            ship_code(session.sparkContext, code[0])
+            cores = str(cluster_cores(session, settings.spark))
+            for key in (SHUFFLE_PARTITIONS, SNAPSHOT_PARTITIONS):
+                if key not in settings.spark.conf:
+                    session.conf.set(key, cores)
         return session

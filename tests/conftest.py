@@ -1,5 +1,5 @@
 """Shared fixtures: one real Kafka broker and one SparkSession for the whole run, and a
-3-broker Kafka cluster for the tests that need one.
+3-broker Kafka cluster and a 2-worker Spark standalone cluster for the tests that need one.
 
 All start lazily: tests that use none start none.
 """
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from eventlake.cluster import SparkStandaloneCluster
 from eventlake.config import PostgresSettings, Settings, SparkSettings
 from eventlake.kafka import EmbeddedKafkaBroker, EmbeddedKafkaCluster, create_topic
 from eventlake.postgres import EmbeddedPostgres
@@ -38,6 +39,22 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded
     cluster.start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandaloneCluster]:
+    """A Spark standalone master and two 1-core workers, started and stopped by the CLI."""
+    from tests.integration.cli_helpers import run_cli
+
+    port, ui_port = free_port(), free_port()
+    folder = tmp_path_factory.mktemp("spark-cluster")
+    shape = ["--workers", "2", "--cores", "1", "--memory", "1g", "--port", str(port),
+             "--ui-port", str(ui_port), "--data-dir", str(folder)]  # fmt: skip
+    started = run_cli("cluster", "start", *shape, timeout=300)
+    assert started.returncode == 0, started.stdout + started.stderr
+    yield SparkStandaloneCluster(2, 1, "1g", port=port, ui_port=ui_port, data_dir=folder)
+    stopped = run_cli("cluster", "stop", *shape, timeout=120)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from eventlake.cli.cluster import cluster_app
 from eventlake.cli.generate import generate_app
 from eventlake.cli.kafka import kafka_app
 from eventlake.cli.operations import checkpoint_app, lateness, status, upgrade_check, verify
@@ -24,6 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(kafka_app, name="kafka")
+app.add_typer(cluster_app, name="cluster")
 app.add_typer(generate_app, name="generate")
 app.add_typer(postgres_app, name="postgres")
 app.command("list")(list_pipelines)

@@ -13,9 +13,7 @@ import base64
 import contextlib
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -25,9 +23,16 @@ from pathlib import Path
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.kafka.admin import list_topics
 from eventlake.paths import BROKER_JARS, jar_files, state_dir
+from eventlake.processes import (
+    HOST,
+    free_port,
+    java_executable,
+    port_open,
+    running_pid,
+    stop_pid,
+)
 
 DEFAULT_PORT = 9092
-HOST = "127.0.0.1"
 
 _LOG4J = """\
 rootLogger.level = info
@@ -40,33 +45,6 @@ appender.file.layout.pattern = [%d] %p %m (%c)%n
 logger.state.name = state.change.logger
 logger.state.level = warn
 """
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex((HOST, port)) == 0
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child (exited, not yet reaped) is not a running broker.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 @dataclass(frozen=True)
@@ -141,34 +119,11 @@ class EmbeddedKafkaBroker:
         return self.data_dir / "server.properties"
 
     def _pid(self) -> int | None:
-        try:
-            pid = int(self._pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        if not _pid_alive(pid):
-            return None
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            return pid
-        # A recycled pid that now belongs to another program is not our broker.
-        return pid if str(self._config_file).encode() in cmdline else None
+        return running_pid(self._pid_file, str(self._config_file))
 
     def status(self) -> BrokerStatus:
         pid = self._pid()
         return BrokerStatus(pid is not None, pid, self.bootstrap_servers, self.data_dir)
-
-    def _java(self) -> str:
-        java_home = os.environ.get("JAVA_HOME")
-        java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-        if not java or not Path(java).exists():
-            raise EventlakeError(
-                ErrorCode.JAVA_MISSING,
-                "no `java` executable found to run the Kafka broker.",
-                expected="Java 17 or newer on PATH or in JAVA_HOME",
-                fix="install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)",
-            )
-        return java
 
     def _classpath(self) -> str:
         return ":".join(str(j) for j in jar_files(BROKER_JARS))
@@ -181,7 +136,7 @@ class EmbeddedKafkaBroker:
             cluster_id = self.quorum.cluster_id
             controller_port = self.quorum.controller_ports[self.node_id - 1]
         else:
-            cluster_id, controller_port = _cluster_id(), _free_port()
+            cluster_id, controller_port = _cluster_id(), free_port()
         meta = {"cluster_id": cluster_id, "port": self.port, "controller_port": controller_port}
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._meta_file.write_text(json.dumps(meta, indent=2))
@@ -259,13 +214,13 @@ class EmbeddedKafkaBroker:
             self._meta_file.write_text(json.dumps(meta, indent=2))
         controller_port = int(str(meta["controller_port"]))
         for port, role in ((self.port, "client"), (controller_port, "controller")):
-            if _port_open(port):
+            if port_open(port):
                 raise EventlakeError(
                     ErrorCode.KAFKA_PORT_IN_USE,
                     f"port {port} on {HOST} (the broker's {role} port) is already in use by "
                     "another process.",
                 )
-        java = self._java()
+        java = java_executable("the Kafka broker")
         self._write_config(controller_port)
         self._format_storage(java, str(meta["cluster_id"]))
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -335,24 +290,9 @@ class EmbeddedKafkaBroker:
         if pid is None:
             self._pid_file.unlink(missing_ok=True)
             return False
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while _pid_alive(pid) and time.monotonic() < deadline:
-            self._reap(pid)
-            time.sleep(0.1)
-        if _pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
-            while _pid_alive(pid):
-                self._reap(pid)
-                time.sleep(0.05)
-        self._reap(pid)
+        stop_pid(pid, timeout=timeout)
         self._pid_file.unlink(missing_ok=True)
         return True
-
-    @staticmethod
-    def _reap(pid: int) -> None:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
 
     def __enter__(self) -> EmbeddedKafkaBroker:
         self.start()
@@ -401,7 +341,7 @@ class EmbeddedKafkaCluster:
                 expected="the broker count the cluster was created with",
                 fix=f"pass --brokers {len(meta['controller_ports'])}, or another --data-dir",
             )
-        quorum = Quorum(_cluster_id(), tuple(_free_port() for _ in range(brokers)))
+        quorum = Quorum(_cluster_id(), tuple(free_port() for _ in range(brokers)))
         self.data_dir.mkdir(parents=True, exist_ok=True)
         ports = list(quorum.controller_ports)
         path.write_text(json.dumps({"cluster_id": quorum.cluster_id, "controller_ports": ports}))

@@ -19,6 +19,8 @@ from eventlake.pipelines.api import Pipeline, Registry, registration
 
 ENTRY_POINT_GROUP = "eventlake.pipelines"
 REFERENCE_PACKAGE = "eventlake.reference"
+#: Users' files are imported as ``eventlake_user_<stem>_<hash of the path>``.
+USER_MODULE_PREFIX = "eventlake_user_"
 
 
 def load_module(path: Path) -> ModuleType:
@@ -30,7 +32,7 @@ def load_module(path: Path) -> ModuleType:
             f"pipeline module {path} does not exist.",
             fix="pass the right --module path",
         )
-    name = f"eventlake_user_{path.stem}_{abs(hash(str(path))):x}"
+    name = f"{USER_MODULE_PREFIX}{path.stem}_{abs(hash(str(path))):x}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

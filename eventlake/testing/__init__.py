@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import queue
-import socket
 import threading
 import time
 import uuid
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.processes import free_port as free_port  # re-exported for users
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,13 +28,6 @@ T = TypeVar("T")
 def unique_name(prefix: str = "t") -> str:
     """A name no other test uses: for topics, tables and checkpoint folders."""
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(

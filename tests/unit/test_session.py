@@ -30,6 +30,14 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert conf["spark.master"] == "spark://head:7077"
     assert "spark.sql.shuffle.partitions" not in conf
     assert conf["spark.sql.session.timeZone"] == "CET"
+    assert "spark.driver.host" not in conf
+
+
+def test_a_cluster_on_this_machine_reaches_the_driver_on_loopback() -> None:
+    for master in ("spark://127.0.0.1:7077", "spark://localhost:17077"):
+        conf = spark_conf(SparkSettings(master=master), JARS)
+        assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
+        assert "spark.sql.shuffle.partitions" not in conf
 
 
 def test_local_cores_follow_the_master() -> None:

@@ -1,0 +1,98 @@
+"""Background JVMs eventlake starts (Kafka brokers, a Spark standalone cluster): ports,
+pid files checked against the process's command line, Java, and stopping."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import time
+from pathlib import Path
+
+from eventlake.errors import ErrorCode, EventlakeError
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int) -> bool:
+    """Whether something accepts connections on ``port`` of 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((HOST, port)) == 0
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def running_pid(pid_file: Path, marker: str) -> int | None:
+    """The pid in ``pid_file`` if that process runs and its command line holds ``marker``
+    (a recycled pid that now belongs to another program is not ours)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if not pid_alive(pid):
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return pid
+    return pid if marker.encode() in cmdline else None
+
+
+def java_executable(purpose: str) -> str:
+    """``$JAVA_HOME/bin/java`` or ``java`` on PATH; EL-JAVA-001 when there is none."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise EventlakeError(
+            ErrorCode.JAVA_MISSING,
+            f"no `java` executable found to run {purpose}.",
+            expected="Java 17 or newer on PATH or in JAVA_HOME",
+            fix="install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)",
+        )
+    return java
+
+
+def reap(pid: int) -> None:
+    """Collect ``pid``'s exit status if it is our exited child."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def stop_pid(pid: int, *, timeout: float) -> None:
+    """SIGTERM ``pid``; SIGKILL it if it still runs after ``timeout`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        reap(pid)
+        time.sleep(0.1)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while pid_alive(pid):
+            reap(pid)
+            time.sleep(0.05)
+    reap(pid)
