@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eventlake.cluster.code import code_archive, ship_code
+from eventlake.cluster.code import ship_code
 from eventlake.cluster.standalone import DEFAULT_UI_PORT, UI_PORT_CONF
 from eventlake.config import Settings, SparkSettings
 from eventlake.errors import ErrorCode, EventlakeError, translate
@@ -27,6 +26,8 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 CHECKPOINT_INTERVAL = "spark.databricks.delta.properties.defaults.checkpointInterval"
+#: Set by spark-submit for the Python driver it starts (the port of its JVM's gateway).
+SUBMIT_GATEWAY_ENV = "PYSPARK_GATEWAY_PORT"
 FS_CHECKPOINT_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
@@ -84,7 +85,7 @@ def _on_loopback(master: str) -> bool:
     return master.startswith("spark://") and host in ("127.0.0.1", "localhost")
 
 
-def cluster_cores(session: SparkSession, spark: SparkSettings, timeout: float = 30.0) -> int:
+def cluster_cores(session: SparkSession, master: str, timeout: float = 30.0) -> int:
     """The cores this application gets on its cluster: a standalone master's alive
     workers' cores (its web UI's ``/json/``; ``spark.master.ui.port``, 8080 by default),
     capped by ``spark.cores.max``; on other cluster managers, the cores of the executors
@@ -94,7 +95,7 @@ def cluster_cores(session: SparkSession, spark: SparkSettings, timeout: float = 
     from eventlake.cluster import master_state, master_ui_url
 
     conf = session.sparkContext.getConf()
-    ui = master_ui_url(spark.master, int(conf.get(UI_PORT_CONF, str(DEFAULT_UI_PORT)) or 0))
+    ui = master_ui_url(master, int(conf.get(UI_PORT_CONF, str(DEFAULT_UI_PORT)) or 0))
     state = master_state(ui) if ui else None
     if state is not None and int(state.get("cores", 0)) > 0:
         cores = int(state["cores"])
@@ -129,7 +130,7 @@ def _check_java() -> None:
         )
 
 
-def _start_jvm(conf: dict[str, str], log: Path, python_path: Sequence[Path] = ()) -> None:
+def _start_jvm(conf: dict[str, str], log: Path) -> None:
     """Start Spark's JVM with its stdout and stderr in ``log``, and its SparkContext.
 
     Everything the JVM prints goes there: Spark's log4j output and the output of the Python
@@ -143,25 +144,39 @@ def _start_jvm(conf: dict[str, str], log: Path, python_path: Sequence[Path] = ()
         return
     log.parent.mkdir(parents=True, exist_ok=True)
     spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
-    # The JVM's PYTHONPATH reaches the Python workers it starts on the driver (those of
-    # transformWithState), which do not read the SparkContext's added Python files.
-    before = os.environ.get("PYTHONPATH")
-    if python_path:
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            [*(str(p) for p in python_path), *([before] if before else [])]
-        )
-    try:
+    gateway = SparkContext._gateway  # spark-submit's JVM, when it started this process
+    if gateway is None:
         with log.open("ab") as out:  # the JVM keeps its own descriptor
             gateway = launch_gateway(  # type: ignore[no-untyped-call]
                 spark_conf, popen_kwargs={"stdout": out, "stderr": out}
             )
-    finally:
-        if before is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = before
     SparkContext(conf=spark_conf, gateway=gateway)
     configure_python_logging(log)
+
+
+def submitted_conf() -> dict[str, str] | None:
+    """What spark-submit set (its ``--master``, ``--jars``, ``--conf``...) when it started
+    this process, read from its JVM; None otherwise."""
+    if SUBMIT_GATEWAY_ENV not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM
+    return dict(SparkConf().getAll())
+
+
+def effective_conf(
+    spark: SparkSettings, submitted: dict[str, str] | None, jars: list[Path] | None = None
+) -> dict[str, str]:
+    """The session's configuration: :func:`spark_conf`, or under spark-submit its settings
+    over eventlake's choices (its master decides them) and the config's ``spark.conf`` over
+    both. Jars passed with ``--jars`` replace eventlake's jar cache."""
+    if submitted is None:
+        return spark_conf(spark, jars)
+    if "spark.master" in submitted:
+        spark = spark.model_copy(update={"master": submitted["spark.master"]})
+    ours = spark_conf(spark, [] if submitted.get("spark.jars") else jars)
+    return {**ours, **submitted, **spark.conf}
 
 
 def configure_python_logging(log: Path) -> None:
@@ -190,30 +205,33 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
         if active is not None:
             return active
         _check_java()
+        try:
+            conf = effective_conf(settings.spark, submitted_conf())
+        except EventlakeError:
+            raise
+        except Exception as exc:
+            raise translate(exc, context="reading spark-submit's settings") from exc
         # Python UDFs and transformWithState run in worker processes started from
         # PYSPARK_PYTHON, "python3" on PATH by default: not this environment's packages.
         # As with spark-submit, spark.pyspark.python (the executors' Python) wins.
-        executor_python = settings.spark.conf.get("spark.pyspark.python")
-        if executor_python:
-            os.environ["PYSPARK_PYTHON"] = executor_python
+        if conf.get("spark.pyspark.python"):
+            os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        conf = spark_conf(settings.spark)
+        master = conf["spark.master"]
         log = settings.log_file()
         builder = SparkSession.builder
         for key, value in conf.items():
             builder = builder.config(key, value)
-        on_cluster = not settings.spark.master.startswith("local")
-        code = [code_archive()] if on_cluster else []
         try:
-            _start_jvm(conf, log, code)
+            _start_jvm(conf, log)
             session = builder.getOrCreate()
         except Exception as exc:
             raise translate(exc, context=f"starting Spark (its log: {log})") from exc
         session.sparkContext.setLogLevel(settings.spark.log_level)
-        if on_cluster:
-            ship_code(session.sparkContext, code[0])
-            cores = str(cluster_cores(session, settings.spark))
+        if not master.startswith("local"):
+            ship_code(session.sparkContext)
+            cores = str(cluster_cores(session, master))
             for key in (SHUFFLE_PARTITIONS, SNAPSHOT_PARTITIONS):
-                if key not in settings.spark.conf:
+                if key not in conf:
                     session.conf.set(key, cores)
         return session

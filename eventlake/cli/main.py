@@ -106,6 +106,15 @@ def version() -> None:
     typer.echo("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
 
 
+@app.command("submit-file")
+def submit_file() -> None:
+    """Print the file to give spark-submit as the application: it runs this CLI in
+    spark-submit's driver (spark-submit [options] FILE run PIPELINE ...)."""
+    from importlib import resources
+
+    typer.echo(str(resources.files("eventlake.resources").joinpath("spark_submit.py")))
+
+
 def main() -> None:
     try:
         app()

@@ -64,10 +64,13 @@ def code_archive(folder: Path | None = None) -> Path:
     return path
 
 
-def ship_code(sc: SparkContext, path: Path | None = None) -> Path:
-    """Add ``path`` (by default :func:`code_archive`) to ``sc``'s Python path on every
-    executor, once per content."""
-    path = path or code_archive()
+def ship_code(sc: SparkContext) -> Path:
+    """Put :func:`code_archive` on the Python path of every executor (once per content),
+    and of the Python workers Spark starts on the driver (transformWithState's), which
+    read the functions' environment but not the added files."""
+    path = code_archive()
     if path.name not in (sc._python_includes or []):
         sc.addPyFile(str(path))
+        before = sc.environment.get("PYTHONPATH")
+        sc.environment["PYTHONPATH"] = os.pathsep.join([str(path), *([before] if before else [])])
     return path

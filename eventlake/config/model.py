@@ -18,6 +18,9 @@ class KafkaSettings(_Section):
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    #: A PEM file of the CA that signed the brokers' certificates, for a private CA (a
+    #: managed Kafka whose certificates a public CA signed needs none).
+    ssl_ca_location: str | None = None
 
     def _shared_options(self) -> dict[str, str]:
         """The client properties librdkafka and the Java client name alike."""
@@ -29,6 +32,8 @@ class KafkaSettings(_Section):
     def client_options(self) -> dict[str, str]:
         """Options for confluent-kafka clients (librdkafka names)."""
         opts = self._shared_options()
+        if self.ssl_ca_location:
+            opts["ssl.ca.location"] = self.ssl_ca_location
         if self.sasl_username:
             opts["sasl.username"] = self.sasl_username
         if self.sasl_password:
@@ -38,6 +43,9 @@ class KafkaSettings(_Section):
     def spark_options(self) -> dict[str, str]:
         """Options for Spark's Kafka source and sink (``kafka.``-prefixed Java client names)."""
         opts = {f"kafka.{key}": value for key, value in self._shared_options().items()}
+        if self.ssl_ca_location:
+            opts["kafka.ssl.truststore.type"] = "PEM"
+            opts["kafka.ssl.truststore.location"] = self.ssl_ca_location
         if self.sasl_username and self.sasl_password:
             user = self.sasl_username.replace('"', '\\"')
             pwd = self.sasl_password.get_secret_value().replace('"', '\\"')

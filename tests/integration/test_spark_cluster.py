@@ -5,6 +5,7 @@ user's module reach them through the code eventlake ships."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -17,11 +18,12 @@ import yaml
 from pyspark.sql import SparkSession
 
 from eventlake.cluster import SparkStandaloneCluster
-from eventlake.cluster.standalone import UI_PORT_CONF
+from eventlake.cluster.standalone import UI_PORT_CONF, spark_home
 from eventlake.config import PostgresSettings
 from eventlake.generator import CdcConfig, CdcGenerator, send
 from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
 from eventlake.kafka import produce
+from eventlake.paths import SPARK_JARS, jar_files
 from eventlake.testing import read_delta, run_available_now, settings_for, unique_name
 from tests.integration.cli_helpers import run_cli, write_config
 from tests.integration.test_users_pipeline import assert_matches
@@ -181,31 +183,56 @@ def test_clickstream_on_the_cluster_equals_the_local_run(
     ]
 
 
-def test_a_user_module_udf_runs_on_executors_without_eventlake(
+def assert_shouted_on_executors(lake: Path, values: list[str], app: str, python: Path) -> None:
+    rows = read_delta(lake / "silver" / "shouted").to_pylist()
+    assert sorted(r["shouted"] for r in rows) == sorted(v.upper() for v in values)
+    origins = [r["origin"].split("|") for r in rows]
+    # The UDF ran in the executors' Python, importing eventlake and the module from the
+    # zip the driver shipped into the application's folder on the worker.
+    assert {o[0] for o in origins} == {str(python)}
+    for _python, package, module, _pid in origins:
+        assert f"/{app}/" in package
+        assert package.endswith(".zip/eventlake/__init__.py")
+        assert f"/{app}/" in module
+        assert ".zip/eventlake_user_shipped_pipeline_" in module
+
+
+def test_spark_submit_runs_the_cli_on_the_cluster(
     spark_cluster: SparkStandaloneCluster,
     executor_python: Path,
     bootstrap: str,
     make_topic: Callable[..., str],
     tmp_path: Path,
 ) -> None:
-    topic = make_topic(partitions=2, prefix="shipped")
-    values = [f"value-{i}" for i in range(40)]
+    """spark-submit's --master and --jars win over the config (which names no master:
+    eventlake's default is local[*]); a --module UDF runs on executors whose Python lacks
+    eventlake, from the zip eventlake shipped."""
+    topic = make_topic(partitions=2, prefix="submitted")
+    values = [f"submitted-{i}" for i in range(30)]
     produce(bootstrap, topic, [(None, v) for v in values])
-    config = cluster_config(tmp_path / "cluster.yaml", bootstrap, tmp_path, spark_cluster,
-                            executor_python, shipped={"topic": topic})  # fmt: skip
-    app = run_on_cluster(spark_cluster, config, "shipped", "--module", str(SHIPPED_MODULE))
-
-    rows = read_delta(tmp_path / "lake" / "silver" / "shouted").to_pylist()
-    assert sorted(r["shouted"] for r in rows) == sorted(v.upper() for v in values)
-    origins = [r["origin"].split("|") for r in rows]
-    # The UDF ran in the executors' Python, importing eventlake and the module from the
-    # zip the driver shipped into the application's folder on the worker.
-    assert {o[0] for o in origins} == {str(executor_python)}
-    for _python, package, module, _pid in origins:
-        assert f"/{app}/" in package
-        assert package.endswith(".zip/eventlake/__init__.py")
-        assert f"/{app}/" in module
-        assert ".zip/eventlake_user_shipped_pipeline_" in module
+    config = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, shipped={"topic": topic})
+    raw = yaml.safe_load(config.read_text())
+    raw["spark"] = {"conf": {UI_PORT_CONF: str(spark_cluster.ui_port)}}
+    config.write_text(yaml.safe_dump(raw))
+    entry = run_cli("submit-file")
+    assert entry.returncode == 0, entry.stderr
+    jars = ",".join(str(j) for j in jar_files(SPARK_JARS))
+    before = applications(spark_cluster)
+    submitted = subprocess.run(
+        [str(spark_home() / "bin" / "spark-submit"), "--master", spark_cluster.master_url,
+         "--jars", jars, "--conf", f"spark.pyspark.driver.python={sys.executable}",
+         "--conf", f"spark.pyspark.python={executor_python}",
+         "--conf", "spark.executor.memory=768m", entry.stdout.strip(),
+         "--config", str(config), "run", "shipped", "--module", str(SHIPPED_MODULE),
+         "--trigger", "available-now", "--quiet"],
+        capture_output=True, text=True, timeout=900, check=False,
+        env={**os.environ, "SPARK_HOME": str(spark_home())},
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr[-5000:]
+    (app,) = applications(spark_cluster)["worker-1"] - before["worker-1"]
+    assert_shouted_on_executors(tmp_path / "lake", values, app, executor_python)
+    checkpoint = tmp_path / "checkpoints" / "shipped" / "shouted"
+    assert shuffle_partitions(checkpoint) == 2
 
 
 def test_users_cdc_on_the_cluster_matches_the_independent_computation(

@@ -114,6 +114,18 @@ def test_scram_gets_the_scram_login_module(monkeypatch: pytest.MonkeyPatch) -> N
     assert kafka.client_options()["sasl.mechanism"] == "SCRAM-SHA-512"
 
 
+def test_a_private_ca_reaches_both_clients() -> None:
+    from eventlake.config.model import KafkaSettings
+
+    kafka = KafkaSettings(security_protocol="SSL", ssl_ca_location="/etc/kafka/ca.pem")
+    spark = kafka.spark_options()
+    assert spark["kafka.security.protocol"] == "SSL"
+    assert spark["kafka.ssl.truststore.type"] == "PEM"
+    assert spark["kafka.ssl.truststore.location"] == "/etc/kafka/ca.pem"
+    assert kafka.client_options()["ssl.ca.location"] == "/etc/kafka/ca.pem"
+    assert "kafka.ssl.truststore.location" not in KafkaSettings().spark_options()
+
+
 def test_missing_environment_variable(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("kafka:\n  sasl_password: ${EL_TEST_SURELY_UNSET_VAR}\n")

@@ -3,8 +3,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from eventlake.config import SparkSettings
-from eventlake.session import ROCKSDB_PROVIDER, local_cores, spark_conf
+from eventlake.session import ROCKSDB_PROVIDER, effective_conf, local_cores, spark_conf
 
 JARS = [Path("/j/delta.jar"), Path("/j/kafka.jar")]
 
@@ -46,3 +48,30 @@ def test_local_cores_follow_the_master() -> None:
     assert local_cores("local[2,4]") == 2
     assert local_cores("local[*]") == len(os.sched_getaffinity(0))
     assert spark_conf(SparkSettings(master="local[3]"), JARS)["spark.sql.shuffle.partitions"] == "3"
+
+
+def test_under_spark_submit_its_settings_win_and_the_config_conf_wins_over_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_JARS_DIR", str(tmp_path))  # no jar cache on this host
+    submitted = {
+        "spark.master": "yarn",
+        "spark.jars": "hdfs:///jars/delta.jar",
+        "spark.sql.session.timeZone": "CET",
+        "spark.executor.memory": "4g",
+    }
+    spark = SparkSettings(conf={"spark.executor.memory": "8g"})
+    conf = effective_conf(spark, submitted)
+    assert conf["spark.master"] == "yarn"  # not the config's default local[*]
+    assert conf["spark.jars"] == "hdfs:///jars/delta.jar"
+    assert conf["spark.sql.session.timeZone"] == "CET"
+    assert conf["spark.executor.memory"] == "8g"
+    # eventlake's own choices stay where spark-submit is silent; local-only ones do not apply.
+    assert conf["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
+    assert "spark.sql.shuffle.partitions" not in conf
+    assert "spark.driver.host" not in conf
+
+
+def test_without_spark_submit_the_config_decides() -> None:
+    spark = SparkSettings(master="local[2]")
+    assert effective_conf(spark, None, JARS) == spark_conf(spark, JARS)
