@@ -16,22 +16,38 @@ Record = tuple[str | bytes | None, str | bytes | None]
 
 
 def _admin(
-    bootstrap: str, *, quiet: bool = False, options: Mapping[str, str] | None = None
+    bootstrap: str,
+    *,
+    quiet: bool = False,
+    options: Mapping[str, str] | None = None,
+    errors: list[KafkaError] | None = None,
 ) -> AdminClient:
     conf: dict[str, Any] = {**(options or {}), "bootstrap.servers": bootstrap}
     if quiet:
         # Probes expect "connection refused" while a broker starts; failures are raised.
         conf["log_level"] = 0
+    if errors is not None:
+        conf["error_cb"] = errors.append
     return AdminClient(conf)
 
 
 def list_topics(
     bootstrap: str, *, timeout: float = 10.0, options: Mapping[str, str] | None = None
 ) -> set[str]:
-    """Names of the topics on the cluster; EL-KAFKA-003 if it does not answer."""
+    """Names of the topics on the cluster; EL-KAFKA-007 if it refuses the login,
+    EL-KAFKA-003 if it does not answer."""
+    errors: list[KafkaError] = []
+    admin = _admin(bootstrap, quiet=True, options=options, errors=errors)
     try:
-        meta = _admin(bootstrap, quiet=True, options=options).list_topics(timeout=timeout)
+        meta = admin.list_topics(timeout=timeout)
     except KafkaException as exc:
+        admin.poll(0)  # serves the error callbacks queued meanwhile
+        refused = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
+        if refused:
+            raise EventlakeError(
+                ErrorCode.KAFKA_AUTHENTICATION_FAILED,
+                f"the Kafka broker at {bootstrap} refused the login: {refused[0].str()}",
+            ) from None
         raise EventlakeError(
             ErrorCode.KAFKA_UNREACHABLE,
             f"no Kafka broker answered at {bootstrap} within {timeout:.0f}s ({exc}).",
@@ -90,6 +106,33 @@ def create_topic(
         ) from None
     _wait_for_partitions(admin, name, partitions, timeout)
     return True
+
+
+def upsert_scram_user(
+    bootstrap: str, user: str, password: str, *, timeout: float = 30.0,
+    options: Mapping[str, str] | None = None,
+) -> None:  # fmt: skip
+    """Create or update a SCRAM-SHA-512 login on the cluster (the admin API; no command
+    line ever holds the password)."""
+    # confluent-kafka exports these without declaring them (no __all__ entry).
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    upsert = UserScramCredentialUpsertion(user, info, password.encode())
+    admin = _admin(bootstrap, options=options)
+    try:
+        admin.alter_user_scram_credentials([upsert])[user].result(timeout=timeout)
+    except KafkaException as exc:
+        raise EventlakeError(
+            ErrorCode.KAFKA_ADMIN_FAILED,
+            f"could not set the SCRAM login of '{user}' on {bootstrap}: {exc}",
+            expected="a reachable broker with SCRAM-SHA-512 enabled",
+            fix="check the broker's sasl.enabled.mechanisms and that you may alter users",
+        ) from None
 
 
 def _wait_for_partitions(admin: AdminClient, name: str, partitions: int, timeout: float) -> None:

@@ -79,9 +79,24 @@ class BrokerStatus:
     data_dir: Path
 
 
+@dataclass(frozen=True)
+class SecureListener:
+    """A ``SASL_SSL`` listener beside the plaintext one, as managed Kafka services offer:
+    SCRAM-SHA-512 logins over TLS with the key and certificate chain in one PEM file
+    (``keystore``, an unencrypted PKCS#8 key first). Users are added with the admin API
+    (:func:`eventlake.kafka.admin.upsert_scram_user`) on the plaintext listener."""
+
+    port: int
+    keystore: Path
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
 class EmbeddedKafkaBroker:
     """Start, stop and inspect one local broker bound to 127.0.0.1: on its own, or node
-    ``node_id`` of a cluster's ``quorum``."""
+    ``node_id`` of a cluster's ``quorum``; with a ``secure`` listener when given."""
 
     def __init__(
         self,
@@ -91,8 +106,10 @@ class EmbeddedKafkaBroker:
         heap: str = "768m",
         node_id: int = 1,
         quorum: Quorum | None = None,
+        secure: SecureListener | None = None,
     ) -> None:
         self.port = port
+        self.secure = secure
         self.data_dir = (data_dir or state_dir() / f"kafka-{port}").absolute()
         self.heap = heap
         self.node_id = node_id
@@ -172,6 +189,17 @@ class EmbeddedKafkaBroker:
             "group.initial.rebalance.delay.ms": "0",
             "log.retention.hours": "-1",
         }
+        if self.secure is not None:
+            secure = f"SASL_SSL://{HOST}:{self.secure.port}"
+            props["listeners"] += f",{secure}"
+            props["advertised.listeners"] += f",{secure}"
+            props["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
+            props["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
+            props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            )
+            props["ssl.keystore.type"] = "PEM"
+            props["ssl.keystore.location"] = str(self.secure.keystore)
         self._config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         (self.data_dir / "log4j2.properties").write_text(_LOG4J.format(log=self.log_file))
 
