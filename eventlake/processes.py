@@ -75,7 +75,7 @@ def java_executable(purpose: str) -> str:
     return java
 
 
-def reap(pid: int) -> None:
+def _reap(pid: int) -> None:
     """Collect ``pid``'s exit status if it is our exited child."""
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
@@ -87,12 +87,22 @@ def stop_pid(pid: int, *, timeout: float) -> None:
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while pid_alive(pid) and time.monotonic() < deadline:
-        reap(pid)
+        _reap(pid)
         time.sleep(0.1)
     if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         while pid_alive(pid):
-            reap(pid)
+            _reap(pid)
             time.sleep(0.05)
-    reap(pid)
+    _reap(pid)
+
+
+def stop_pid_file(pid_file: Path, marker: str, *, timeout: float) -> bool:
+    """Stop the process of ``pid_file`` (see :func:`running_pid`) and remove the file;
+    False when it was not running."""
+    pid = running_pid(pid_file, marker)
+    if pid is not None:
+        stop_pid(pid, timeout=timeout)
+    pid_file.unlink(missing_ok=True)
+    return pid is not None

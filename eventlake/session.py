@@ -9,12 +9,19 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eventlake.cluster.code import ship_code
-from eventlake.cluster.standalone import DEFAULT_UI_PORT, UI_PORT_CONF
+from eventlake.cluster.standalone import (
+    DEFAULT_UI_PORT,
+    UI_PORT_CONF,
+    master_host,
+    master_state,
+    master_ui_url,
+)
 from eventlake.config import Settings, SparkSettings
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.paths import SPARK_JARS, jar_files
@@ -81,8 +88,7 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
 
 
 def _on_loopback(master: str) -> bool:
-    host = master.removeprefix("spark://").rsplit(":", 1)[0]
-    return master.startswith("spark://") and host in ("127.0.0.1", "localhost")
+    return master_host(master) in ("127.0.0.1", "localhost")
 
 
 def cluster_cores(session: SparkSession, master: str, timeout: float = 30.0) -> int:
@@ -90,10 +96,6 @@ def cluster_cores(session: SparkSession, master: str, timeout: float = 30.0) -> 
     workers' cores (its web UI's ``/json/``; ``spark.master.ui.port``, 8080 by default),
     capped by ``spark.cores.max``; on other cluster managers, the cores of the executors
     registered once the first one has (waiting up to ``timeout``)."""
-    import time
-
-    from eventlake.cluster import master_state, master_ui_url
-
     conf = session.sparkContext.getConf()
     ui = master_ui_url(master, int(conf.get(UI_PORT_CONF, str(DEFAULT_UI_PORT)) or 0))
     state = master_state(ui) if ui else None

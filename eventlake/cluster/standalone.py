@@ -13,6 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from eventlake.processes import (
     java_executable,
     port_open,
     running_pid,
-    stop_pid,
+    stop_pid_file,
 )
 
 DEFAULT_PORT = 7077
@@ -83,12 +84,18 @@ def master_state(ui_url: str, timeout: float = 2.0) -> dict[str, Any] | None:
         return None
 
 
-def master_ui_url(master: str, ui_port: int) -> str | None:
-    """The web UI of a ``spark://host:port`` master (None for other masters)."""
+def master_host(master: str) -> str | None:
+    """The host of a ``spark://host:port`` master (None for other masters, and for a
+    list of standby masters)."""
     if not master.startswith("spark://") or "," in master:
         return None
-    host = master.removeprefix("spark://").rsplit(":", 1)[0]
-    return f"http://{host}:{ui_port}"
+    return master.removeprefix("spark://").rsplit(":", 1)[0]
+
+
+def master_ui_url(master: str, ui_port: int) -> str | None:
+    """The web UI of a ``spark://host:port`` master (None for other masters)."""
+    host = master_host(master)
+    return None if host is None else f"http://{host}:{ui_port}"
 
 
 class SparkStandaloneCluster:
@@ -130,17 +137,27 @@ class SparkStandaloneCluster:
     def _properties(self, name: str) -> Path:
         return self.data_dir / f"{name}.properties"
 
+    def _pid_file(self, name: str) -> Path:
+        return self.data_dir / f"{name}.pid"
+
     def _pid(self, name: str) -> int | None:
-        return running_pid(self.data_dir / f"{name}.pid", str(self._properties(name)))
+        return running_pid(self._pid_file(name), str(self._properties(name)))
+
+    def _meta(self) -> dict[str, Any]:
+        """``cluster.json``: the shape and ports the folder was created with ({} if new)."""
+        if not self._meta_file.is_file():
+            return {}
+        meta: dict[str, Any] = json.loads(self._meta_file.read_text())
+        return meta
 
     def log_file(self, name: str) -> Path:
         return self.data_dir / "logs" / f"{name}.log"
 
     def _check_shape(self) -> None:
         """A folder keeps the cluster it was created with: same workers, cores, memory."""
-        if not self._meta_file.is_file():
+        meta = self._meta()
+        if not meta:
             return
-        meta = json.loads(self._meta_file.read_text())
         shape = {"workers": self.workers, "cores": self.cores, "memory": self.memory}
         created = {k: meta[k] for k in shape}
         if created != shape:
@@ -154,12 +171,12 @@ class SparkStandaloneCluster:
 
     def status(self) -> ClusterStatus:
         """Each process's pid, and each worker's state and resources from the master."""
-        state = master_state(self.ui_url) if self._pid("master") is not None else None
+        master_pid = self._pid("master")
+        state = master_state(self.ui_url) if master_pid is not None else None
         alive = {
             int(w["port"]): w for w in (state or {}).get("workers", []) if w["state"] == "ALIVE"
         }
-        meta = json.loads(self._meta_file.read_text()) if self._meta_file.is_file() else {}
-        ports = meta.get("worker_ports", {})
+        ports = self._meta().get("worker_ports", {})
         workers = []
         for name in self._names()[1:]:
             seen = alive.get(int(ports.get(name, -1)))
@@ -167,7 +184,7 @@ class SparkStandaloneCluster:
                 name, self._pid(name), seen["state"] if seen else None,
                 int(seen["cores"]) if seen else 0, int(seen["memory"]) if seen else 0,
             ))  # fmt: skip
-        return ClusterStatus(self.master_url, self.ui_url, self._pid("master"), workers)
+        return ClusterStatus(self.master_url, self.ui_url, master_pid, workers)
 
     def _launch(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         java = java_executable("the Spark cluster")
@@ -190,10 +207,10 @@ class SparkStandaloneCluster:
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.data_dir, env=env,
             )  # fmt: skip
-        (self.data_dir / f"{name}.pid").write_text(str(proc.pid))
+        self._pid_file(name).write_text(str(proc.pid))
         return proc
 
-    def _wait(self, what: str, ready: Any, procs: list[subprocess.Popen[bytes]],
+    def _wait(self, what: str, ready: Callable[[], bool], procs: list[subprocess.Popen[bytes]],
               timeout: float) -> None:  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -233,8 +250,7 @@ class SparkStandaloneCluster:
                 "--webui-port", str(self.ui_port),
             ])  # fmt: skip
             self._wait("master", lambda: master_state(self.ui_url) is not None, [master], timeout)
-        meta = json.loads(self._meta_file.read_text()) if self._meta_file.is_file() else {}
-        ports: dict[str, int] = meta.get("worker_ports", {})
+        ports: dict[str, int] = self._meta().get("worker_ports", {})
         launched = []
         for name in self._names()[1:]:
             if self._pid(name) is not None:
@@ -256,14 +272,11 @@ class SparkStandaloneCluster:
 
     def stop(self, *, timeout: float = 30.0) -> bool:
         """Stop the workers, then the master; False when none was running."""
-        stopped = False
-        for name in reversed(self._names()):
-            pid = self._pid(name)
-            if pid is not None:
-                stop_pid(pid, timeout=timeout)
-                stopped = True
-            (self.data_dir / f"{name}.pid").unlink(missing_ok=True)
-        return stopped
+        stopped = [
+            stop_pid_file(self._pid_file(name), str(self._properties(name)), timeout=timeout)
+            for name in reversed(self._names())
+        ]
+        return any(stopped)
 
     def __enter__(self) -> SparkStandaloneCluster:
         self.start()
@@ -279,6 +292,7 @@ __all__ = [
     "ClusterStatus",
     "SparkStandaloneCluster",
     "WorkerStatus",
+    "master_host",
     "master_state",
     "master_ui_url",
 ]

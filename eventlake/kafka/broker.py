@@ -29,7 +29,7 @@ from eventlake.processes import (
     java_executable,
     port_open,
     running_pid,
-    stop_pid,
+    stop_pid_file,
 )
 
 DEFAULT_PORT = 9092
@@ -314,13 +314,7 @@ class EmbeddedKafkaBroker:
 
         Returns False when it was not running; safe to call any number of times.
         """
-        pid = self._pid()
-        if pid is None:
-            self._pid_file.unlink(missing_ok=True)
-            return False
-        stop_pid(pid, timeout=timeout)
-        self._pid_file.unlink(missing_ok=True)
-        return True
+        return stop_pid_file(self._pid_file, str(self._config_file), timeout=timeout)
 
     def __enter__(self) -> EmbeddedKafkaBroker:
         self.start()

@@ -21,7 +21,7 @@ from eventlake.kafka.admin import upsert_scram_user
 from eventlake.kafka.broker import SecureListener
 from eventlake.pipelines import Pipeline
 from eventlake.testing import free_port, read_delta, run_available_now, unique_name
-from eventlake.testing.tls import make_tls_files
+from eventlake.testing.tls import TlsFiles, make_tls_files
 
 pytestmark = pytest.mark.integration
 
@@ -34,17 +34,26 @@ def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
 
 @pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedKafkaBroker]:
-    folder = tmp_path_factory.mktemp("secure-kafka")
-    tls = make_tls_files(folder / "tls")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def secure_broker(
+    tmp_path_factory: pytest.TempPathFactory, tls: TlsFiles
+) -> Iterator[EmbeddedKafkaBroker]:
     listener = SecureListener(free_port(), tls.keystore)
-    broker = EmbeddedKafkaBroker(free_port(), folder / "data", secure=listener)
+    broker = EmbeddedKafkaBroker(
+        free_port(), tmp_path_factory.mktemp("secure-kafka"), secure=listener
+    )
     broker.start()
     yield broker
     broker.stop()
 
 
-def secure_settings(root: Path, broker: EmbeddedKafkaBroker, topic: str, password: str) -> Settings:
+def secure_settings(
+    root: Path, broker: EmbeddedKafkaBroker, ca: Path, topic: str, password: str
+) -> Settings:
     assert broker.secure is not None
     return settings_from_dict({
         "kafka": {
@@ -53,7 +62,7 @@ def secure_settings(root: Path, broker: EmbeddedKafkaBroker, topic: str, passwor
             "sasl_mechanism": "SCRAM-SHA-512",
             "sasl_username": "app",
             "sasl_password": password,
-            "ssl_ca_location": str(broker.secure.keystore.parent / "ca.pem"),
+            "ssl_ca_location": str(ca),
         },
         "lake": {"root": str(root / "lake")},
         "checkpoints": {"root": str(root / "checkpoints")},
@@ -63,13 +72,13 @@ def secure_settings(root: Path, broker: EmbeddedKafkaBroker, topic: str, passwor
 
 
 def test_a_flow_reads_a_sasl_ssl_broker_with_a_private_ca(
-    spark: SparkSession, secure_broker: EmbeddedKafkaBroker, tmp_path: Path
+    spark: SparkSession, secure_broker: EmbeddedKafkaBroker, tls: TlsFiles, tmp_path: Path
 ) -> None:
     password = secrets.token_urlsafe(16)
     upsert_scram_user(secure_broker.bootstrap_servers, "app", password)
     topic = unique_name("secured")
     create_topic(secure_broker.bootstrap_servers, topic, partitions=2)
-    settings = secure_settings(tmp_path, secure_broker, topic, password)
+    settings = secure_settings(tmp_path, secure_broker, tls.ca, topic, password)
     events = [json.dumps({"id": i}) for i in range(50)]
     # eventlake's own client (librdkafka) writes over SASL_SSL with the same settings.
     produce(settings.kafka.bootstrap_servers, topic, [(str(i), e) for i, e in enumerate(events)],
@@ -81,7 +90,7 @@ def test_a_flow_reads_a_sasl_ssl_broker_with_a_private_ca(
     assert sorted(r["value"] for r in rows) == sorted(events)
 
     # A wrong password is refused by the broker before any batch runs.
-    wrong = secure_settings(tmp_path / "wrong", secure_broker, topic, "not-" + password)
+    wrong = secure_settings(tmp_path / "wrong", secure_broker, tls.ca, topic, "not-" + password)
     with pytest.raises(EventlakeError) as err:
         run_available_now(secured, wrong)
     assert err.value.code == ErrorCode.KAFKA_AUTHENTICATION_FAILED
