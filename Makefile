@@ -11,8 +11,9 @@ PYTEST_ARGS ?=
 VENV_STAMP := $(VENV)/.eventlake-installed
 SPARK_JARS_STAMP := $(JARS)/spark/.resolved
 BROKER_JARS_STAMP := $(JARS)/kafka-broker/.resolved
+HDFS_JARS_STAMP := $(JARS)/hdfs-test/.resolved
 
-.PHONY: all install jars postgres test-tools demo test unit integration lint bench iceberg-probe clean distclean
+.PHONY: all install jars test-jars postgres test-tools demo test unit integration lint bench iceberg-probe clean distclean
 
 all: test
 
@@ -37,6 +38,14 @@ $(BROKER_JARS_STAMP): jvm/kafka-broker/pom.xml
 	$(MVN) -f jvm/kafka-broker/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/kafka-broker)
 	touch $@
 
+# Test only: Hadoop's MiniDFSCluster (the suite's HDFS), never on Spark's classpath.
+test-jars: $(HDFS_JARS_STAMP)
+
+$(HDFS_JARS_STAMP): jvm/hdfs-test/pom.xml
+	rm -rf $(JARS)/hdfs-test
+	$(MVN) -f jvm/hdfs-test/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/hdfs-test)
+	touch $@
+
 # Debian's PostgreSQL server binaries (apt-get, only when none is installed).
 postgres:
 	bash scripts/ensure-postgres.sh
@@ -53,13 +62,13 @@ lint: install
 	$(BIN)/ruff format --check eventlake tests bench scripts
 	$(BIN)/mypy
 
-test: install jars postgres test-tools lint
+test: install jars test-jars postgres test-tools lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-unit: install jars test-tools
+unit: install jars test-jars test-tools
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
-integration: install jars postgres test-tools
+integration: install jars test-jars postgres test-tools
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
 # Bench only: PyFlink and Quix Streams in their own venv, Flink's Kafka SQL connector jar.

@@ -32,6 +32,7 @@ from bench.fresh import in_fresh_process
 from eventlake.connectors.delta import DeltaOutput
 from eventlake.connectors.kafka import KafkaInput, kafka_records
 from eventlake.pipelines import Pipeline
+from eventlake.storage import Location
 from eventlake.transforms.windows import flatten_window, windowed
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def _event(i: int, now: datetime) -> tuple[str, str]:
 class Watcher(threading.Thread):
     """Polls a Delta table with delta-rs; records when each new version became visible."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Location) -> None:
         super().__init__(daemon=True)
         self.path = path
         self.versions: list[tuple[int, float]] = []
@@ -112,7 +113,7 @@ class Watcher(threading.Thread):
             time.sleep(0.02)
 
 
-def _rows_by_version(path: Path, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
+def _rows_by_version(path: Location, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
     """Each version's appended rows, read version by version with delta-rs."""
     import pyarrow.parquet as pq
     from deltalake import DeltaTable

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from eventlake.config import Settings
 from eventlake.config.params import PipelineParams
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.storage import Location
 from eventlake.triggers import is_micro_batch
 
 if TYPE_CHECKING:
@@ -41,24 +42,25 @@ class FlowConfig:
     settings: Settings
     params: PipelineParams
     #: Where tables are read and written; the config's lake root, except under `validate`.
-    lake_root: Path
+    lake_root: Location
 
     @property
     def query_name(self) -> str:
         """``<pipeline>.<flow>``: the streaming query's name, in progress lines and errors."""
         return f"{self.pipeline}.{self.flow}"
 
-    def table_path(self, layer: str, table: str) -> Path:
-        return (self.lake_root / layer / table).absolute()
+    def table_path(self, layer: str, table: str) -> Location:
+        return self.lake_root / layer / table
 
-    def under_lake(self, path: str) -> Path:
-        """``path`` itself when absolute, else under the lake root."""
-        p = Path(path)
-        return p if p.is_absolute() else (self.lake_root / p).absolute()
+    def under_lake(self, path: str) -> Location:
+        """``path`` itself when absolute or a URI, else under the lake root."""
+        return (
+            Location(path) if Path(path).is_absolute() or "://" in path else self.lake_root / path
+        )
 
     @property
-    def checkpoint(self) -> Path:
-        return self.settings.checkpoints.for_flow(self.pipeline, self.flow).absolute()
+    def checkpoint(self) -> Location:
+        return self.settings.checkpoints.for_flow(self.pipeline, self.flow)
 
     def typed(self, kind: type[P]) -> P:
         """The params as the pipeline's own model, for typed access in transforms."""

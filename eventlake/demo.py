@@ -39,6 +39,7 @@ from eventlake.paths import state_dir
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.runner import RunResult
 from eventlake.run import run_pipeline
+from eventlake.storage import Location
 from eventlake.testing import read_delta
 
 if TYPE_CHECKING:
@@ -91,8 +92,8 @@ def _demo_settings(settings: Settings, bootstrap: str, run_id: str) -> Settings:
     return settings.model_copy(
         update={
             "kafka": settings.kafka.model_copy(update={"bootstrap_servers": bootstrap}),
-            "lake": LakeSettings(root=root / "lake"),
-            "checkpoints": CheckpointSettings(root=root / "checkpoints"),
+            "lake": LakeSettings(root=Location(root / "lake")),
+            "checkpoints": CheckpointSettings(root=Location(root / "checkpoints")),
             "pipelines": pipelines,
         }
     )
@@ -139,7 +140,7 @@ def run_demo(
         create_topic(broker.bootstrap_servers, params["high_value_topic"], partitions=1)
         registry = load_pipelines()
         listener = ProgressListener(console)
-        summary = DemoSummary(produced=Counter(), lake=demo.lake.root)
+        summary = DemoSummary(produced=Counter(), lake=demo.lake.root.path)
         generator = OrdersGenerator(
             OrdersConfig(
                 seed=int(time.time()) % 10_000,
@@ -284,7 +285,7 @@ def run_clickstream_demo(demo: Settings, registry: Registry, console: Console) -
              "gold/user_sessions", "gold/user_sessions_custom")  # fmt: skip
     console.print(_rows_table("clickstream: event-time tables", demo, names))
     kept = demo.lake.table_path("silver", "clicks_late")
-    kept_rows = _read(demo, "silver/clicks_late").num_rows if kept.exists() else 0
+    kept_rows = _read(demo, "silver/clicks_late").num_rows if kept.path.exists() else 0
     console.print(f"late clicks dropped (behind the watermark when they arrived): {late}, "
                   f"kept in silver/clicks_late: {kept_rows}")  # fmt: skip
     key = ["session_start", "session_end", "user_id", "events"]

@@ -66,6 +66,8 @@ class ErrorCode(StrEnum):
     EXPECTATION_FAILED = "EL-EXPECT-001"
     CLUSTER_START_FAILED = "EL-CLUSTER-001"
     CLUSTER_PORT_IN_USE = "EL-CLUSTER-002"
+    STORAGE_UNAVAILABLE = "EL-STORAGE-001"
+    HDFS_START_FAILED = "EL-STORAGE-002"
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,11 @@ _BY_CATEGORY: dict[Category, type[EventlakeError]] = {
 _KAFKA_TOPIC_MISSING = ("org.apache.kafka.common.errors.UnknownTopicOrPartitionException",)
 _KAFKA_TIMEOUT = ("org.apache.kafka.common.errors.TimeoutException",)
 _CLASS_MISSING = ("java.lang.ClassNotFoundException", "java.lang.NoClassDefFoundError")
+#: A filesystem (HDFS NameNode, object store endpoint) that does not answer.
+_STORAGE_UNREACHABLE = ("java.net.ConnectException", "java.net.UnknownHostException",
+                        "java.net.NoRouteToHostException",
+                        "org.apache.hadoop.net.ConnectTimeoutException")  # fmt: skip
+_STORAGE_SCHEME = ("org.apache.hadoop.fs.UnsupportedFileSystemException",)
 _JARS_CONDITIONS = ("DATA_SOURCE_NOT_FOUND",)
 
 _RAISED = "USER_RAISED_EXCEPTION"
@@ -308,6 +315,17 @@ def _translate(exc: BaseException, context: str) -> EventlakeError:
     if classes & set(_KAFKA_TIMEOUT):
         return EventlakeError(
             ErrorCode.KAFKA_UNREACHABLE, f"{where}Kafka did not answer in time ({cause})."
+        )
+    if classes & set(_STORAGE_UNREACHABLE):
+        return EventlakeError(
+            ErrorCode.STORAGE_UNAVAILABLE, f"{where}a filesystem did not answer ({cause})."
+        )
+    if classes & set(_STORAGE_SCHEME):
+        return EventlakeError(
+            ErrorCode.STORAGE_UNAVAILABLE,
+            f"{where}Spark's Hadoop client has no filesystem for a URI's scheme ({cause}).",
+            fix="add the filesystem's jars (e.g. hadoop-aws for s3a://) to Spark's classpath "
+            "(spark.jars), or use a scheme pyspark's Hadoop client speaks (hdfs://, file:)",
         )
     failed = [c for c in causes if c.condition == _RAISED and FAIL_MARK in c.message]
     if failed:

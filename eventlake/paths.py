@@ -11,6 +11,7 @@ STATE_DIR_ENV = "EVENTLAKE_HOME"
 JARS_DIR_ENV = "EVENTLAKE_JARS_DIR"
 SPARK_JARS = "spark"
 BROKER_JARS = "kafka-broker"
+HDFS_TEST_JARS = "hdfs-test"
 
 
 def state_dir() -> Path:

@@ -1,5 +1,6 @@
 """Shared fixtures: one real Kafka broker and one SparkSession for the whole run, and a
-3-broker Kafka cluster and a 2-worker Spark standalone cluster for the tests that need one.
+3-broker Kafka cluster, a 2-worker Spark standalone cluster and an HDFS for the tests that
+need one.
 
 All start lazily: tests that use none start none.
 """
@@ -18,6 +19,7 @@ from eventlake.kafka import EmbeddedKafkaBroker, EmbeddedKafkaCluster, create_to
 from eventlake.postgres import EmbeddedPostgres
 from eventlake.session import get_spark
 from eventlake.testing import free_port, unique_name
+from eventlake.testing.hdfs import EmbeddedHdfs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,6 +57,13 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSta
     yield SparkStandaloneCluster(2, 1, "1g", port=port, ui_port=ui_port, data_dir=folder)
     stopped = run_cli("cluster", "stop", *shape, timeout=120)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
+@pytest.fixture(scope="session")
+def hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedHdfs]:
+    """A MiniDFSCluster (NameNode and one DataNode); tests use a unique folder each."""
+    with EmbeddedHdfs(tmp_path_factory.mktemp("hdfs")) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

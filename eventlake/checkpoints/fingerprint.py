@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from eventlake.storage import Location, filesystem
+
 FINGERPRINT = "eventlake-flow.json"
 
 
@@ -32,18 +34,19 @@ class Fingerprint:
         return data
 
 
-def read_fingerprint(checkpoint: Path) -> dict[str, Any] | None:
+def read_fingerprint(checkpoint: Location | Path) -> dict[str, Any] | None:
     """The recorded fingerprint of ``checkpoint``, or None when none was written."""
-    mark = checkpoint / FINGERPRINT
-    if not mark.is_file():
+    mark = Location(checkpoint) / FINGERPRINT
+    fs = filesystem(mark)
+    if not fs.is_file(mark):
         return None
-    data: dict[str, Any] = json.loads(mark.read_text())
+    data: dict[str, Any] = json.loads(fs.read_text(mark))
     return data
 
 
-def write_fingerprint(checkpoint: Path, fingerprint: Fingerprint) -> None:
+def write_fingerprint(checkpoint: Location | Path, fingerprint: Fingerprint) -> None:
     """Record ``fingerprint`` unless the checkpoint already has one."""
-    mark = checkpoint / FINGERPRINT
-    if not mark.exists():
-        checkpoint.mkdir(parents=True, exist_ok=True)
-        mark.write_text(json.dumps(fingerprint.as_dict(), indent=2))
+    mark = Location(checkpoint) / FINGERPRINT
+    fs = filesystem(mark)
+    if not fs.exists(mark):
+        fs.write_text(mark, json.dumps(fingerprint.as_dict(), indent=2))

@@ -14,21 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.storage import Location, filesystem
 
 
-def _batches(folder: Path) -> list[int]:
-    if not folder.is_dir():
-        return []
-    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+def _batches(folder: Location) -> list[int]:
+    return sorted(int(name) for name in filesystem(folder).list_names(folder) if name.isdigit())
 
 
-def stream_id(checkpoint: Path) -> str:
+def stream_id(checkpoint: Location | Path) -> str:
     """The query id Spark wrote to ``<checkpoint>/metadata`` when the checkpoint was new.
 
     Stable across restarts and new with a new checkpoint: it scopes every idempotency key.
     """
     try:
-        return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
+        metadata = Location(checkpoint) / "metadata"
+        return str(json.loads(filesystem(metadata).read_text(metadata).splitlines()[0])["id"])
     except (OSError, ValueError, KeyError, IndexError) as exc:
         raise EventlakeError(
             ErrorCode.SINK_WRITE_FAILED,
@@ -40,7 +40,10 @@ def stream_id(checkpoint: Path) -> str:
 
 @dataclass(frozen=True)
 class CheckpointLog:
-    root: Path
+    root: Location
+
+    def __init__(self, root: Location | Path) -> None:
+        object.__setattr__(self, "root", Location(root))
 
     @property
     def planned(self) -> list[int]:
@@ -65,7 +68,8 @@ class CheckpointLog:
         return None if last == self.last_committed else last
 
     def _entry(self, batch: int) -> list[str]:
-        return (self.root / "offsets" / str(batch)).read_text().splitlines()
+        entry = self.root / "offsets" / str(batch)
+        return filesystem(entry).read_text(entry).splitlines()
 
     def watermark_ms(self, batch: int) -> int:
         """The event-time watermark batch ``batch`` ran with (0: none yet)."""

@@ -17,6 +17,7 @@ from eventlake.config import Settings
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.plan import check_flow_names
+from eventlake.storage import Location, filesystem
 
 checkpoint_app = typer.Typer(help="Inspect or reset a flow's checkpoint.", no_args_is_help=True)
 
@@ -92,7 +93,8 @@ def status(
     if pipeline_name is not None:
         names = [registry.get(pipeline_name).name]
     else:  # every pipeline that has run here
-        names = [n for n in registry.names() if (settings.checkpoints.root / n).is_dir()]
+        root = _checkpoints_root(settings)
+        names = [n for n in registry.names() if filesystem(root).is_dir(root / n)]
     records = []
     for name in names:
         record = _live_status(settings, registry, name)
@@ -110,6 +112,16 @@ def status(
         )
     for record in records:
         _print_status(console, record)
+
+
+def _checkpoints_root(settings: Settings) -> Location:
+    """The checkpoints root, with Spark started when it is a URI (its Hadoop client reads it)."""
+    root = settings.checkpoints.root
+    if not root.is_local:
+        from eventlake.session import get_spark
+
+        get_spark(settings)
+    return root
 
 
 def _lag_text(flow: dict[str, Any]) -> str:
@@ -165,8 +177,9 @@ def checkpoint_show(
     settings, registry = _registry(state, module)
     pipeline, flow = _flow(registry, target)
     config = pipeline.configs(settings)[flow]
+    _checkpoints_root(settings)
     report = inspect_checkpoint(config, last=last)
-    if state_stores and (config.checkpoint / "state").is_dir():
+    if state_stores and filesystem(config.checkpoint).is_dir(config.checkpoint / "state"):
         from eventlake.session import get_spark
 
         report.state = state_operators(get_spark(settings), config.checkpoint)
@@ -225,7 +238,6 @@ def checkpoint_reset(
 ) -> None:
     """Delete a flow's checkpoint, so its next run starts over from its starting offsets.
     Says what will be reprocessed; refuses without --yes or while the pipeline runs."""
-    import shutil
 
     from eventlake.operations.checkpoints import reprocessing, require_checkpoint
     from eventlake.operations.status import live_run
@@ -235,6 +247,7 @@ def checkpoint_reset(
     pipeline, flow = _flow(registry, target)
     config = pipeline.configs(settings)[flow]
     spec = pipeline.flows[flow]
+    _checkpoints_root(settings)
     cp = require_checkpoint(config)
     run = live_run(settings, pipeline.name)
     if run is not None:
@@ -260,7 +273,7 @@ def checkpoint_reset(
             f"not resetting {config.query_name} without --yes.",
             fix=f"eventlake checkpoint reset {target} --yes",
         )
-    shutil.rmtree(cp)
+    filesystem(cp).delete(cp)
     console.print(f"deleted {cp}")
 
 

@@ -7,6 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from eventlake.paths import state_dir
+from eventlake.storage import Location
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -59,16 +62,18 @@ class KafkaSettings(_Section):
 
 
 class LakeSettings(_Section):
-    root: Path = Path(".eventlake/lake")
+    #: A local folder or a URI (``hdfs://nn:8020/lake``, ``s3a://bucket/lake``).
+    root: Location = Field(default_factory=lambda: Location(".eventlake/lake"))
 
-    def table_path(self, layer: str, table: str) -> Path:
+    def table_path(self, layer: str, table: str) -> Location:
         return self.root / layer / table
 
 
 class CheckpointSettings(_Section):
-    root: Path = Path(".eventlake/checkpoints")
+    #: A local folder or a URI, as ``lake.root``.
+    root: Location = Field(default_factory=lambda: Location(".eventlake/checkpoints"))
 
-    def for_flow(self, pipeline: str, flow: str) -> Path:
+    def for_flow(self, pipeline: str, flow: str) -> Location:
         return self.root / pipeline / flow
 
 
@@ -134,7 +139,8 @@ class MetricsSettings(_Section):
 class LogSettings(_Section):
     """Where Spark's, the JVM's and libraries' own output goes (not the console)."""
 
-    #: Default: ``logs/eventlake.log`` beside the checkpoints root.
+    #: Default: ``logs/eventlake.log`` beside a local checkpoints root, else in the
+    #: project's state folder (``.eventlake``).
     file: Path | None = None
 
 
@@ -152,4 +158,8 @@ class Settings(_Section):
 
     def log_file(self) -> Path:
         """The log file of Spark, the JVM and libraries."""
-        return (self.log.file or self.checkpoints.root.parent / "logs" / "eventlake.log").absolute()
+        if self.log.file is not None:
+            return self.log.file.absolute()
+        root = self.checkpoints.root
+        base = root.parent.path if root.is_local else state_dir()
+        return base / "logs" / "eventlake.log"

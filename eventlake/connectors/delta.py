@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from eventlake.context import FlowConfig, FlowContext
+    from eventlake.storage import Location
 
 
 def ddl_schema(ddl: str) -> StructType:
@@ -40,7 +41,7 @@ def ddl_schema(ddl: str) -> StructType:
 
 def ensure_delta_table(
     spark: SparkSession,
-    path: Path | str,
+    path: Location | Path | str,
     schema: StructType | str,
     partition_by: tuple[str, ...] = (),
 ) -> None:
@@ -72,7 +73,7 @@ class _LakeTable:
         return {self.describe(flow): delta_row_count(flow.table_path(self.layer, self.name))}
 
 
-def delta_row_count(path: Path) -> int | None:
+def delta_row_count(path: Location | Path) -> int | None:
     """Rows in the Delta table's current version, from its log's file statistics (read
     with delta-rs, no Spark); None when there is no table at ``path``."""
     import pyarrow as pa

@@ -4,7 +4,6 @@ would reprocess (``eventlake checkpoint reset``)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog, read_fingerprint, stream_id
@@ -12,6 +11,7 @@ from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.monitoring.lag import parse_kafka_offsets
 from eventlake.operations.status import flow_lag, read_progress
+from eventlake.storage import Location, filesystem
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,7 +27,7 @@ class BatchEntry:
     watermark_ms: int
     committed: bool
     #: When its offsets were logged and when it committed (seconds since the epoch).
-    planned_at: float
+    planned_at: float | None
     committed_at: float | None
 
 
@@ -59,9 +59,9 @@ def source_kind(offset: Any) -> str:
     return "other"
 
 
-def require_checkpoint(config: FlowConfig) -> Path:
+def require_checkpoint(config: FlowConfig) -> Location:
     cp = config.checkpoint
-    if not (cp / "offsets").is_dir():
+    if not filesystem(cp).is_dir(cp / "offsets"):
         raise EventlakeError(
             ErrorCode.CHECKPOINT_MISSING,
             f"flow '{config.query_name}' has no checkpoint at {cp}.",
@@ -74,16 +74,16 @@ def inspect_checkpoint(config: FlowConfig, *, last: int = 10) -> CheckpointRepor
     cp = require_checkpoint(config)
     log = CheckpointLog(cp)
     planned, committed = log.planned, set(log.committed)
+    fs = filesystem(cp)
     entries = []
     for batch in planned[-last:]:
-        done = cp / "commits" / str(batch)
         entries.append(BatchEntry(
             batch=batch,
             sources=[{"kind": source_kind(s), "offset": s} for s in log.sources(batch)],
             watermark_ms=log.watermark_ms(batch),
             committed=batch in committed,
-            planned_at=(cp / "offsets" / str(batch)).stat().st_mtime,
-            committed_at=done.stat().st_mtime if done.exists() else None,
+            planned_at=fs.modified(cp / "offsets" / str(batch)),
+            committed_at=fs.modified(cp / "commits" / str(batch)),
         ))  # fmt: skip
     try:
         stream: str | None = stream_id(cp)
@@ -104,12 +104,13 @@ def inspect_checkpoint(config: FlowConfig, *, last: int = 10) -> CheckpointRepor
 
 
 def state_operators(
-    spark: SparkSession, checkpoint: Path, *, count: bool = True
+    spark: SparkSession, checkpoint: Location, *, count: bool = True
 ) -> list[dict[str, Any]]:
     """Each stateful operator of the checkpoint, via Spark's state data sources: name,
     store, partitions, batches, key and value schema, rows (with ``count``), bytes on
     disk."""
-    if not (checkpoint / "state").is_dir():
+    fs = filesystem(checkpoint)
+    if not fs.is_dir(checkpoint / "state"):
         return []
     # RocksDB reports to the state store coordinator, which the session creates with its
     # streaming query manager: outside a running query, ask for the manager first.
@@ -125,7 +126,7 @@ def state_operators(
             "partitions": op["numPartitions"],
             "min_batch": op["minBatchId"],
             "max_batch": op["maxBatchId"],
-            "bytes_on_disk": _size(checkpoint / "state" / str(op["operatorId"])),
+            "bytes_on_disk": fs.size(checkpoint / "state" / str(op["operatorId"])),
         }
         try:
             store = (
@@ -142,10 +143,6 @@ def state_operators(
             entry["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
         operators.append(entry)
     return operators
-
-
-def _size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
 def reprocessing(config: FlowConfig, spec: FlowSpec) -> list[str]:

@@ -29,7 +29,6 @@ import json
 import logging
 import queue
 import re
-import shutil
 import tempfile
 import threading
 import time
@@ -47,6 +46,7 @@ from eventlake.monitoring.progress import INTERNAL_QUERY_PREFIX
 from eventlake.operations.lateness import WatermarkCall, watermark_hook
 from eventlake.pipelines.plan import PlannedFlow
 from eventlake.pipelines.plan_tree import planned_operators
+from eventlake.storage import Location, filesystem
 from eventlake.triggers import ONCE, apply_trigger, is_micro_batch
 
 if TYPE_CHECKING:
@@ -164,18 +164,20 @@ def judged(flow: PlannedFlow, mark: WatermarkCall, watermark_ms: int) -> DataFra
     return flagged.where(F.col(LATE)).select(*columns)
 
 
-def _seed(checkpoint: Path, scratch: Path, batch: int) -> None:
+def _seed(checkpoint: Location, scratch: Path, batch: int) -> None:
     """A checkpoint in ``scratch`` whose next start re-runs exactly ``batch``, under a
     query id of its own."""
+    fs = filesystem(checkpoint)
     for sub in ("offsets", "commits"):
         (scratch / sub).mkdir(parents=True)
     (scratch / "metadata").write_text(json.dumps({"id": str(uuid.uuid4())}) + "\n")
-    shutil.copy(checkpoint / "offsets" / str(batch), scratch / "offsets" / str(batch))
-    if batch > 0:
-        shutil.copy(checkpoint / "offsets" / str(batch - 1), scratch / "offsets" / str(batch - 1))
-        shutil.copy(checkpoint / "commits" / str(batch - 1), scratch / "commits" / str(batch - 1))
-    if (checkpoint / "sources").is_dir():
-        shutil.copytree(checkpoint / "sources", scratch / "sources")
+    copies = [f"offsets/{batch}"] + (
+        [f"offsets/{batch - 1}", f"commits/{batch - 1}"] if batch else []
+    )
+    if fs.is_dir(checkpoint / "sources"):
+        copies.append("sources")
+    for rel in copies:
+        fs.copy_to_local(checkpoint / rel, scratch / rel)
 
 
 def _rebuilt(flow: PlannedFlow) -> tuple[FlowContext, WatermarkCall]:
@@ -251,18 +253,18 @@ def _version(path: str) -> int:
         return -1
 
 
-def _read_mark(checkpoint: Path) -> int | None:
+def _read_mark(checkpoint: Location) -> int | None:
+    mark = checkpoint / MARK_FILE
     try:
-        return int(json.loads((checkpoint / MARK_FILE).read_text())["checked"])
+        return int(json.loads(filesystem(mark).read_text(mark))["checked"])
     except (OSError, ValueError, KeyError):
         return None
 
 
-def _write_mark(checkpoint: Path, batch: int) -> None:
-    if checkpoint.is_dir():
-        tmp = checkpoint / f".{MARK_FILE}.tmp"
-        tmp.write_text(json.dumps({"checked": batch}))
-        tmp.replace(checkpoint / MARK_FILE)
+def _write_mark(checkpoint: Location, batch: int) -> None:
+    fs = filesystem(checkpoint)
+    if fs.is_dir(checkpoint):
+        fs.write_text(checkpoint / MARK_FILE, json.dumps({"checked": batch}))
 
 
 class LateKeeper:

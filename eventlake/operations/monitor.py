@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from eventlake.config import Settings
@@ -26,6 +26,7 @@ from eventlake.operations.status import (
     run_file,
 )
 from eventlake.pipelines.plan import Plan, PlannedFlow, check_flow_names
+from eventlake.storage import Location, filesystem
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class RunMonitor:
             self._poked.set()
         self._keep_progress(flow.checkpoint, p)
 
-    def _keep_progress(self, checkpoint: Path, p: BatchProgress) -> None:
+    def _keep_progress(self, checkpoint: Location, p: BatchProgress) -> None:
         """Write the batch's figures, with totals since the checkpoint was new, to the
         flow's progress file (``eventlake status`` of a stopped pipeline reads it)."""
         before = self._kept.get(p.query)
@@ -130,10 +131,9 @@ class RunMonitor:
             + p.dropped_by_watermark,
         }
         self._kept[p.query] = record
-        tmp = checkpoint / f".{PROGRESS_FILE}.tmp"
-        if checkpoint.is_dir():
-            tmp.write_text(json.dumps(record))
-            tmp.replace(checkpoint / PROGRESS_FILE)
+        fs = filesystem(checkpoint)
+        if fs.is_dir(checkpoint):
+            fs.write_text(checkpoint / PROGRESS_FILE, json.dumps(record))
 
     def refresh_lag(self) -> None:
         """Read every Kafka-reading flow's lag now (from its last batch's offsets, else
@@ -194,11 +194,10 @@ class RunMonitor:
 
     def _write_run_file(self) -> None:
         path = run_file(self.settings, self.pipeline)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"pid": os.getpid(), "url": self.url,
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "url": self.url,
                   "flows": [f.spec.name for f in self._flows.values()],
                   "started": time.time()}  # fmt: skip
-        path.write_text(json.dumps(record))
+        filesystem(path).write_text(path, json.dumps(record))
 
     def close(self) -> None:
         self._stop.set()
@@ -211,9 +210,10 @@ class RunMonitor:
             self._server.shutdown()
             self._server.server_close()
         path = run_file(self.settings, self.pipeline)
+        fs = filesystem(path)
         try:
-            if json.loads(path.read_text()).get("pid") == os.getpid():
-                path.unlink()
+            if json.loads(fs.read_text(path)).get("pid") == os.getpid():
+                fs.delete(path)
         except (OSError, ValueError):
             pass
 

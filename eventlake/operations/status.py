@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -18,6 +18,7 @@ from eventlake.context import FlowConfig
 from eventlake.monitoring.lag import Offsets, PartitionLag, kafka_lag, parse_kafka_offsets
 from eventlake.pipelines.api import FlowSpec, Pipeline
 from eventlake.pipelines.plan import dependency_order
+from eventlake.storage import Location, filesystem
 
 #: Beside Spark's files in each flow's checkpoint: the last batch's progress.
 PROGRESS_FILE = "eventlake-progress.json"
@@ -70,16 +71,17 @@ class FlowStatus:
         return data
 
 
-def read_progress(checkpoint: Path) -> dict[str, Any]:
+def read_progress(checkpoint: Location) -> dict[str, Any]:
     """The progress record the last run kept in ``checkpoint`` ({} when none)."""
+    path = checkpoint / PROGRESS_FILE
     try:
-        data: dict[str, Any] = json.loads((checkpoint / PROGRESS_FILE).read_text())
+        data: dict[str, Any] = json.loads(filesystem(path).read_text(path))
     except (OSError, ValueError):
         return {}
     return data
 
 
-def processed_offsets(checkpoint: Path) -> Offsets | None:
+def processed_offsets(checkpoint: Location) -> Offsets | None:
     """The Kafka offsets the flow's last committed batch ended at (None: no batch yet)."""
     log = CheckpointLog(checkpoint)
     batch = log.last_committed
@@ -121,7 +123,7 @@ def flow_status(
             lag = flow_lag(config, spec, processed_offsets(cp))
         except KafkaException as exc:
             lag, lag_error = [], str(exc.args[0] if exc.args else exc)
-    commit_file = cp / "commits" / str(last) if last is not None else None
+    committed_at = filesystem(cp).modified(cp / "commits" / str(last)) if last is not None else None
     return FlowStatus(
         flow=spec.name,
         query=spec.query_name,
@@ -131,7 +133,7 @@ def flow_status(
         writes=spec.output.describe(config),
         running=running,
         last_batch=last,
-        last_commit=commit_file.stat().st_mtime if commit_file and commit_file.exists() else None,
+        last_commit=committed_at,
         in_flight=log.in_flight,
         watermark=iso_from_ms(watermark_ms) if watermark_ms else progress.get("watermark"),
         state_rows=progress.get("state_rows"),
@@ -183,7 +185,7 @@ def pipeline_status(
     return {"pipeline": pipeline.name, "running": bool(running), "flows": flows}
 
 
-def run_file(settings: Settings, pipeline: str) -> Path:
+def run_file(settings: Settings, pipeline: str) -> Location:
     return settings.checkpoints.root / pipeline / RUN_FILE
 
 
@@ -199,8 +201,11 @@ def fetch_status(url: str, *, timeout: float = 10.0) -> dict[str, Any]:
 def live_run(settings: Settings, pipeline: str) -> dict[str, Any] | None:
     """The run record of a live ``eventlake run`` of ``pipeline`` (pid, metrics port), or
     None when none runs (no record, or its process is gone)."""
+    path = run_file(settings, pipeline)
     try:
-        record: dict[str, Any] = json.loads(run_file(settings, pipeline).read_text())
+        record: dict[str, Any] = json.loads(filesystem(path).read_text(path))
+        if record.get("host", socket.gethostname()) != socket.gethostname():
+            return record  # another machine's run: its process cannot be checked from here
         os.kill(int(record["pid"]), 0)
     except (OSError, ValueError, KeyError, TypeError):
         return None

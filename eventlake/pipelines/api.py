@@ -29,6 +29,7 @@ from eventlake.connectors.base import Guarantee, Input, Output
 from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.expectations import Expectation, expectations_of, with_quarantine
+from eventlake.storage import Location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -184,10 +185,12 @@ class Pipeline:
                 ErrorCode.CONFIG_INVALID_VALUE, f"invalid config value(s): {msgs.rstrip('.')}."
             ) from None
 
-    def configs(self, settings: Settings, lake_root: Path | None = None) -> dict[str, FlowConfig]:
+    def configs(
+        self, settings: Settings, lake_root: Location | Path | None = None
+    ) -> dict[str, FlowConfig]:
         """Every flow's config, by flow name; the params are parsed once, here."""
         params = self.parse_params(settings.pipelines.get(self.name))
-        root = (lake_root or settings.lake.root).absolute()
+        root = settings.lake.root if lake_root is None else Location(lake_root)
         return {
             flow: FlowConfig(
                 pipeline=self.name, flow=flow, settings=settings, params=params, lake_root=root

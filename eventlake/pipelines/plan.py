@@ -22,6 +22,7 @@ from eventlake.monitoring.observed import count_output
 from eventlake.pipelines.api import FlowSpec, Pipeline
 from eventlake.pipelines.expectations import apply_expectations
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree, watermarks
+from eventlake.storage import Location
 from eventlake.triggers import is_micro_batch
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class PlannedFlow:
     upstream: tuple[str, ...]
 
     @property
-    def checkpoint(self) -> Path:
+    def checkpoint(self) -> Location:
         return self.ctx.checkpoint
 
     @property
@@ -142,7 +143,7 @@ class PlanOptions(TypedDict, total=False):
 
     flows: list[str] | None
     trigger: str | None
-    lake_root: Path | None
+    lake_root: Location | Path | None
 
 
 def build_plan(

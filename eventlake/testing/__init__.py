@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from eventlake.config import Settings
     from eventlake.pipelines import Pipeline, Registry
     from eventlake.pipelines.runner import RunResult
+    from eventlake.storage import Location
 
 T = TypeVar("T")
 
@@ -52,14 +53,14 @@ def wait_until(
         time.sleep(interval)
 
 
-def read_delta(path: Path | str) -> pa.Table:
+def read_delta(path: Location | Path | str) -> pa.Table:
     """Read a Delta table with delta-rs, independently of Spark."""
     from deltalake import DeltaTable
 
     return DeltaTable(str(path)).to_pyarrow_table()
 
 
-def delta_version(path: Path | str) -> int:
+def delta_version(path: Location | Path | str) -> int:
     """The latest committed version of a Delta table, read with delta-rs."""
     from deltalake import DeltaTable
 

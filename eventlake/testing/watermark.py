@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from eventlake.checkpoints import CheckpointLog
+from eventlake.storage import Location
 
 R = TypeVar("R")
 EPOCH = datetime(1970, 1, 1)
@@ -35,9 +36,9 @@ class KafkaBatch:
         return first <= offset < end
 
 
-def kafka_batches(checkpoint: Path, source: int = 0) -> list[KafkaBatch]:
+def kafka_batches(checkpoint: Location | Path, source: int = 0) -> list[KafkaBatch]:
     """Every planned batch of a query reading Kafka (source number ``source``)."""
-    log = CheckpointLog(checkpoint)
+    log = CheckpointLog(Location(checkpoint))
     done: dict[tuple[str, int], int] = {}
     batches = []
     for batch in log.planned:

@@ -36,14 +36,13 @@ def idle_seconds(kafka: KafkaSettings, topics: list[str], checkpoint: str) -> fl
     """Seconds since the newest record of ``topics`` arrived, when the flow whose
     checkpoint is ``checkpoint`` has processed all of them; None while it has not (or has
     no committed batch)."""
-    from pathlib import Path
-
     from confluent_kafka import TopicPartition
 
     from eventlake.checkpoints import CheckpointLog
     from eventlake.monitoring.lag import _consumer, _timestamps, kafka_lag, parse_kafka_offsets
+    from eventlake.storage import Location
 
-    log = CheckpointLog(Path(checkpoint))
+    log = CheckpointLog(Location(checkpoint))
     last = log.last_committed
     if last is None:
         return None
@@ -76,6 +75,19 @@ def with_heartbeats(
     null but ``column``, the processing time) that pass only while the input is idle."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType
+
+    from eventlake.errors import ErrorCode, EventlakeError
+    from eventlake.storage import Location
+
+    if not Location(checkpoint).is_local:
+        # The probe runs in a Python worker, which has no JVM to read a Hadoop filesystem.
+        raise EventlakeError(
+            ErrorCode.PIPELINE_INVALID,
+            f"idle_timeout reads the flow's checkpoint from a Python worker; {checkpoint} "
+            "is not a local path.",
+            expected="a local checkpoints.root for a pipeline with idle_timeout",
+            fix="unset pipelines.<p>.idle_timeout, or keep this pipeline's checkpoints local",
+        )
 
     def idle(_tick: Any) -> bool:
         # One probe a second per worker however many heartbeat rows a batch holds.

@@ -4,10 +4,8 @@ wrong, why it matters and the fix. Errors stop a run; warnings do not (unless --
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from eventlake.connectors import DeltaOutput, KafkaInput, KafkaOutput, MemoryOutput
@@ -258,19 +256,15 @@ def _complete_cardinality(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
             yield Issue(f"complete mode groups by {', '.join(ids)}")
 
 
-def _local(path: Path) -> bool:
-    tmp = Path(tempfile.gettempdir()).resolve()
-    text = str(path)
-    return "://" not in text or text.startswith("file:") or tmp in Path(path).resolve().parents
-
-
 @rule("EL-W107")
 def _production_paths(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
-    if not flow.ctx.settings.production:
+    settings = flow.ctx.settings
+    if not settings.production:
         return
-    for kind, path in (("checkpoint", flow.checkpoint), ("table", flow.ctx.lake_root)):
-        if _local(path):
-            yield Issue(f"its {kind} is on a local or temporary folder ({path})")
+    # The config's lake root, not the plan's (`validate` plans into a scratch folder).
+    for kind, where in (("checkpoint", flow.checkpoint), ("table", settings.lake.root)):
+        if where.is_local:
+            yield Issue(f"its {kind} is on a local folder ({where}), not a distributed store")
 
 
 @rule("EL-W108")

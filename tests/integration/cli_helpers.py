@@ -14,15 +14,15 @@ import yaml
 def write_config(
     path: Path,
     bootstrap: str,
-    root: Path,
+    root: Path | str,
     *,
     postgres: dict[str, Any] | None = None,
     **pipelines: dict[str, Any],
 ) -> Path:
     config: dict[str, Any] = {
         "kafka": {"bootstrap_servers": bootstrap},
-        "lake": {"root": str(root / "lake")},
-        "checkpoints": {"root": str(root / "checkpoints")},
+        "lake": {"root": f"{str(root).rstrip('/')}/lake"},
+        "checkpoints": {"root": f"{str(root).rstrip('/')}/checkpoints"},
         "spark": {
             "master": "local[2]",
             "conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},

@@ -8,9 +8,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import groupby
-from pathlib import Path
 from typing import Any
 
+from eventlake.storage import Location
 from eventlake.testing.watermark import by_batch, kafka_batches, not_late, watermarks
 
 
@@ -30,7 +30,7 @@ def parse_time(text: str) -> datetime:
 
 
 def kept_clicks(
-    records: list[tuple[int, int, dict[str, Any] | None]], topic: str, checkpoint: Path,
+    records: list[tuple[int, int, dict[str, Any] | None]], topic: str, checkpoint: Location,
     delay: timedelta,
 ) -> tuple[list[Click], datetime, list[datetime]]:  # fmt: skip
     """Valid clicks that survive the late rule and de-duplication, the final watermark, and

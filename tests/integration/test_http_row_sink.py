@@ -77,7 +77,7 @@ def test_rows_arrive_with_distinct_keys_and_a_replay_repeats_them(
     inbox.mkdir(parents=True)
     (inbox / "a.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in range(25)))
     settings = settings_for(tmp_path, http_demo={"url": receiver.url})
-    checkpoint = settings.checkpoints.for_flow("http_demo", "rows")
+    checkpoint = settings.checkpoints.for_flow("http_demo", "rows").path
     run_available_now(http_demo, settings)
 
     assert sum(receiver.keys.values()) == 25

@@ -9,13 +9,18 @@ import signal
 import subprocess
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.checkpoints import FINGERPRINT
 from eventlake.generator import OrdersConfig, OrdersGenerator, send
-from eventlake.testing import read_delta, wait_until
+from eventlake.operations.status import PROGRESS_FILE
+from eventlake.storage import Location, filesystem
+from eventlake.testing import read_delta, unique_name, wait_until
+from eventlake.testing.hdfs import EmbeddedHdfs
 from tests.integration.cli_helpers import cli_command, run_cli, write_config
 from tests.integration.test_orders_pipeline import late_dropped, orders_settings
 
@@ -34,20 +39,24 @@ TABLES = {
 }  # fmt: skip
 
 
-def commits(root: Path, flow: str) -> int:
-    folder = root / "checkpoints" / "orders" / flow / "commits"
-    return len([p for p in folder.glob("[0-9]*")]) if folder.is_dir() else 0
+def commits(root: Path | Location, flow: str) -> int:
+    folder = Location(root) / "checkpoints" / "orders" / flow / "commits"
+    return len([n for n in filesystem(folder).list_names(folder) if n.isdigit()])
 
 
-def in_flight(root: Path) -> dict[str, int]:
+def in_flight(root: Path | Location) -> dict[str, int]:
     """Flows whose last planned batch (offsets/N) has no commit, killed mid-batch: by flow,
     that batch."""
     out = {}
-    for folder in (root / "checkpoints" / "orders").iterdir():
-        planned = {int(p.name) for p in (folder / "offsets").glob("[0-9]*")}
-        done = {int(p.name) for p in (folder / "commits").glob("[0-9]*")}
+    flows = Location(root) / "checkpoints" / "orders"
+    fs = filesystem(flows)
+    for name in fs.list_names(flows):
+        if not fs.is_dir(flows / name):
+            continue
+        planned = {int(n) for n in fs.list_names(flows / name / "offsets") if n.isdigit()}
+        done = {int(n) for n in fs.list_names(flows / name / "commits") if n.isdigit()}
         if planned - done:
-            out[folder.name] = max(planned - done)
+            out[name] = max(planned - done)
     return out
 
 
@@ -60,19 +69,34 @@ def shown_in_flight(cfg: Path, flow: str) -> int | None:
     return batch
 
 
-def rows(root: Path, layer: str, name: str, columns: list[str]) -> Counter[tuple[object, ...]]:
-    table = read_delta(root / "lake" / layer / name).select(columns).to_pylist()
+def rows(
+    root: Path | Location, layer: str, name: str, columns: list[str]
+) -> Counter[tuple[object, ...]]:
+    table = read_delta(Location(root) / "lake" / layer / name).select(columns).to_pylist()
     return Counter(tuple(r[c] for c in columns) for r in table)
 
 
-def test_sigkill_three_times_then_equal_to_a_crash_free_run(
-    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
-) -> None:
+def spark_rows(
+    spark: SparkSession, root: Location, layer: str, name: str, columns: list[str]
+) -> Counter[tuple[object, ...]]:
+    table = spark.read.format("delta").load(str(root / "lake" / layer / name))
+
+    def utc(value: object) -> object:  # Spark gives naive UTC datetimes, delta-rs aware ones
+        return value.replace(tzinfo=UTC) if isinstance(value, datetime) else value
+
+    return Counter(tuple(utc(r[c]) for c in columns) for r in table.select(columns).collect())
+
+
+def crash_three_times(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path, crashy: Location
+) -> Path:
+    """Run orders on ``crashy`` (a lake and checkpoints root), SIGKILL it three times
+    mid-stream, drain it on the same checkpoints; then run the same input crash-free into
+    ``tmp_path/clean`` and return that root."""
     topic, high = make_topic(partitions=3, prefix="crash"), make_topic(prefix="crash-high")
-    crashy = tmp_path / "crashy"
     params = {"topic": topic, "high_value_topic": high, "max_offsets_per_trigger": 400,
               "trigger": "1 second"}  # fmt: skip
-    cfg = write_config(tmp_path / "el.yaml", bootstrap, crashy, orders=params)
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, str(crashy), orders=params)
     # No late orders: which late rows a window drops depends on batch boundaries, and those
     # differ between a crashed run and a clean one. Everything else must match exactly.
     gen = OrdersGenerator(
@@ -120,11 +144,43 @@ def test_sigkill_three_times_then_equal_to_a_crash_free_run(
     # Its high_value flow writes to the same topic again: that topic is checked elsewhere.
     clean_settings = orders_settings(bootstrap, clean, topic, high)
     late_dropped(clean_settings)
+    return clean
 
+
+def test_sigkill_three_times_then_equal_to_a_crash_free_run(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    crashy = Location(tmp_path / "crashy")
+    clean = crash_three_times(bootstrap, make_topic, tmp_path, crashy)
     for (layer, name), columns in TABLES.items():
         got, want = rows(crashy, layer, name, columns), rows(clean, layer, name, columns)
         assert sum(want.values()) > 0, f"{layer}/{name} is empty"
         assert got == want, f"{layer}/{name} differs after crashes"
+    assert sum(rows(crashy, "bronze", "orders", ["offset"]).values()) == 4500
+
+
+def test_sigkill_three_times_on_hdfs_then_equal_to_a_crash_free_run(
+    spark: SparkSession,
+    hdfs: EmbeddedHdfs,
+    bootstrap: str,
+    make_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """The same, with lake.root and checkpoints.root on HDFS: the checkpoint logs, the
+    fingerprint and the status files go through Hadoop's FileSystem API."""
+    crashy = Location(f"{hdfs.uri}/{unique_name('crash')}")
+    clean = crash_three_times(bootstrap, make_topic, tmp_path, crashy)
+    # Nothing of the run landed on the local disk.
+    assert not (tmp_path / "crashy").exists()
+    flows = crashy / "checkpoints" / "orders"
+    assert filesystem(flows).is_file(flows / "bronze" / FINGERPRINT)
+    assert filesystem(flows).is_file(flows / "bronze" / PROGRESS_FILE)
+    for (layer, name), columns in TABLES.items():
+        want = rows(clean, layer, name, columns)
+        assert sum(want.values()) > 0, f"{layer}/{name} is empty"
+        # Read back by Spark and, independently, by delta-rs (HDFS through hdfs-native).
+        assert spark_rows(spark, crashy, layer, name, columns) == want, f"{layer}/{name}"
+        assert rows(crashy, layer, name, columns) == want, f"{layer}/{name} (delta-rs)"
     assert sum(rows(crashy, "bronze", "orders", ["offset"]).values()) == 4500
 
 

@@ -40,7 +40,7 @@ def test_running_flow_joins_the_newest_dimension_version(
 
     def departments(count: int) -> dict[str, str] | None:
         first_commit = "_delta_log/00000000000000000000.json"
-        if not (settings.lake.table_path("gold", "orders_enriched") / first_commit).exists():
+        if not (settings.lake.table_path("gold", "orders_enriched").path / first_commit).exists():
             return None  # the run is still planning: the table is not created yet
         rows = table(settings, "gold", "orders_enriched")
         return (

@@ -27,6 +27,8 @@ from eventlake.connectors import (
 from eventlake.errors import CODES, Category, ErrorCode, EventlakeError
 from eventlake.pipelines import Pipeline
 from eventlake.pipelines.loader import load_pipelines
+from eventlake.testing import unique_name
+from eventlake.testing.hdfs import EmbeddedHdfs
 from eventlake.validation import Report, check_pipeline, require_valid
 from eventlake.validation.rules import RULES
 from tests.integration.cli_helpers import run_cli, write_config
@@ -178,7 +180,7 @@ def test_v006_checkpoint_of_a_different_plan(spark: SparkSession, tmp_path: Path
     write_fingerprint(plan.flows[0].checkpoint, plan.flows[0].fingerprint())
     # A batch was planned, none committed: no state to read, the fingerprints are compared
     # (the state itself: test_upgrade_check.py).
-    (plan.flows[0].checkpoint / "offsets").mkdir()
+    (plan.flows[0].checkpoint.path / "offsets").mkdir()
 
     def dedup(c: Any, df: DataFrame) -> DataFrame:
         return wm(df).dropDuplicatesWithinWatermark(["value"])
@@ -325,6 +327,28 @@ def test_w107_local_storage_in_production(spark: SparkSession, tmp_path: Path) -
     assert codes(check(spark, tmp_path / "dev", lambda c, df: df)) == []
 
 
+def test_w107_not_for_a_distributed_store(
+    spark: SparkSession, hdfs: EmbeddedHdfs, tmp_path: Path
+) -> None:
+    pipeline = Pipeline("p")
+    pipeline.flow(name="f", input=RateInput(), output=MemoryOutput())(lambda c, df: df)
+    remote = f"{hdfs.uri}/{unique_name('w107')}"
+
+    def report(lake: str, checkpoints: str) -> Report:
+        settings = settings_from_dict({
+            "production": True, "lake": {"root": lake}, "checkpoints": {"root": checkpoints},
+            "pipelines": {"p": {"topic": "t"}},
+        })  # fmt: skip
+        return check_pipeline(pipeline, settings, spark)[1]
+
+    assert codes(report(f"{remote}/lake", f"{remote}/cp")) == []
+    mixed = report(str(tmp_path / "lake"), f"{remote}/cp")
+    assert codes(mixed) == ["EL-W107"]
+    assert f"its table is on a local folder ({tmp_path / 'lake'})" in mixed.findings[0].what
+    # A file: URI is a local folder too.
+    assert codes(report(f"{remote}/lake", f"file://{tmp_path}/cp")) == ["EL-W107"]
+
+
 def test_w108_hdfs_state_store(spark: SparkSession, tmp_path: Path) -> None:
     key = "spark.sql.streaming.stateStore.providerClass"
     before = spark.conf.get(key)
@@ -361,7 +385,7 @@ def test_w110_checkpoint_resumes_with_a_new_watermark_delay(
     plan, report = check_pipeline(first, settings_for(tmp_path), spark)
     assert codes(report) == []
     write_fingerprint(plan.flows[0].checkpoint, plan.flows[0].fingerprint())
-    (plan.flows[0].checkpoint / "offsets").mkdir()
+    (plan.flows[0].checkpoint.path / "offsets").mkdir()
 
     later = check(spark, tmp_path, delayed("5 minutes"))
     only(later, "EL-W110")

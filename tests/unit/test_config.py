@@ -14,9 +14,11 @@ def test_defaults_are_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     settings = load_settings()
     assert settings.kafka.bootstrap_servers == "127.0.0.1:9092"
     assert settings.spark.master == "local[*]"
-    assert settings.lake.table_path("bronze", "orders") == Path(".eventlake/lake/bronze/orders")
-    assert settings.checkpoints.for_flow("orders", "bronze") == Path(
-        ".eventlake/checkpoints/orders/bronze"
+    # Relative paths are made absolute against the working directory.
+    lake = tmp_path / ".eventlake" / "lake" / "bronze" / "orders"
+    assert settings.lake.table_path("bronze", "orders").path == lake
+    assert settings.checkpoints.for_flow("orders", "bronze").path == (
+        tmp_path / ".eventlake" / "checkpoints" / "orders" / "bronze"
     )
 
 
@@ -36,7 +38,7 @@ def test_yaml_and_overrides(tmp_path: Path) -> None:
         "spark.executor.memory": "4g",
         "spark.sql.shuffle.partitions": "8",
     }
-    assert settings.lake.root == Path("/data/lake")
+    assert settings.lake.root.path == Path("/data/lake")
 
 
 def test_spark_conf_values_become_text() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyspark
 
-from eventlake.paths import BROKER_JARS, SPARK_JARS, jar_files
+from eventlake.paths import BROKER_JARS, HDFS_TEST_JARS, SPARK_JARS, jar_files
 
 _VERSION = re.compile(r"-\d+(\.\d+)+[^-]*(-[A-Za-z0-9.]+)?\.jar$")
 
@@ -44,3 +44,12 @@ def test_broker_jars_hold_kafka_and_a_logging_binding() -> None:
     slf4j = [j.name for j in jar_files(BROKER_JARS) if _artifact(j) == "slf4j-api"]
     assert len(slf4j) == 1
     assert slf4j[0].startswith("slf4j-api-2."), slf4j
+
+
+def test_the_hdfs_minicluster_is_pyspark_s_hadoop_version() -> None:
+    """The test HDFS runs on pyspark's own hadoop-client-api/-runtime: same version only."""
+    jars = (Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar")
+    hadoop = {j.name.removeprefix("hadoop-client-api-").removesuffix(".jar") for j in jars}
+    assert [j.name for j in jar_files(HDFS_TEST_JARS)] == [
+        f"hadoop-client-minicluster-{v}.jar" for v in sorted(hadoop)
+    ]

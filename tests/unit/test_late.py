@@ -15,6 +15,7 @@ from eventlake.operations.late import (
     sliding,
 )
 from eventlake.operations.lateness import WatermarkCall
+from eventlake.storage import Location
 
 
 def _checkpoint(root: Path, planned: int, committed: int) -> Path:
@@ -33,7 +34,7 @@ def _checkpoint(root: Path, planned: int, committed: int) -> Path:
 def test_seed_holds_the_batch_its_predecessor_and_the_sources_only(tmp_path: Path) -> None:
     checkpoint = _checkpoint(tmp_path / "cp", planned=4, committed=4)
     scratch = tmp_path / "scratch"
-    _seed(checkpoint, scratch, 3)
+    _seed(Location(checkpoint), scratch, 3)
     assert sorted(p.name for p in (scratch / "offsets").iterdir()) == ["2", "3"]
     assert sorted(p.name for p in (scratch / "commits").iterdir()) == ["2"]
     assert (scratch / "offsets" / "3").read_text() == (checkpoint / "offsets" / "3").read_text()
@@ -47,17 +48,17 @@ def test_seed_holds_the_batch_its_predecessor_and_the_sources_only(tmp_path: Pat
 def test_seed_of_the_first_batch_has_no_commit(tmp_path: Path) -> None:
     checkpoint = _checkpoint(tmp_path / "cp", planned=1, committed=1)
     scratch = tmp_path / "scratch"
-    _seed(checkpoint, scratch, 0)
+    _seed(Location(checkpoint), scratch, 0)
     assert [p.name for p in (scratch / "offsets").iterdir()] == ["0"]
     assert not any((scratch / "commits").iterdir())
 
 
 def test_mark_round_trip_and_absent(tmp_path: Path) -> None:
-    assert _read_mark(tmp_path) is None
-    _write_mark(tmp_path, 7)
+    assert _read_mark(Location(tmp_path)) is None
+    _write_mark(Location(tmp_path), 7)
     assert json.loads((tmp_path / MARK_FILE).read_text()) == {"checked": 7}
-    assert _read_mark(tmp_path) == 7
-    _write_mark(tmp_path / "missing", 3)  # no checkpoint folder: nothing written
+    assert _read_mark(Location(tmp_path)) == 7
+    _write_mark(Location(tmp_path / "missing"), 3)  # no checkpoint folder: nothing written
     assert not (tmp_path / "missing").exists()
 
 
