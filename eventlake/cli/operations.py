@@ -90,10 +90,10 @@ def status(
     _check_format(output)
     state: CliState = ctx.obj
     settings, registry = _registry(state, module)
+    root = _checkpoints_root(settings)
     if pipeline_name is not None:
         names = [registry.get(pipeline_name).name]
     else:  # every pipeline that has run here
-        root = _checkpoints_root(settings)
         names = [n for n in registry.names() if filesystem(root).is_dir(root / n)]
     records = []
     for name in names:

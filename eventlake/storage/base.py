@@ -88,10 +88,6 @@ class Location:
             out = out / part
         return out
 
-    def is_relative_to(self, other: Location) -> bool:
-        mine, theirs = self._split(), other._split()
-        return mine[0] == theirs[0] and mine[1].is_relative_to(theirs[1])
-
     def __str__(self) -> str:
         return self._text
 

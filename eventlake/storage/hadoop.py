@@ -16,7 +16,7 @@ from eventlake.storage.base import Location
 _NOT_FOUND = "java.io.FileNotFoundException"
 
 
-def _context() -> Any:
+def spark_context() -> Any:
     # The process's SparkContext, not the thread's active session: listener callbacks run
     # on py4j threads that have none.
     from pyspark import SparkContext
@@ -36,10 +36,11 @@ def _context() -> Any:
 class HadoopStorage:
     """The :class:`~eventlake.storage.base.Storage` of URIs, by Hadoop's FileSystem API."""
 
-    def __init__(self) -> None:
-        sc = _context()
-        self._jvm = sc._jvm
-        self._conf = sc._jsc.hadoopConfiguration()
+    def __init__(self, context: Any) -> None:
+        #: The SparkContext whose JVM and Hadoop configuration it uses.
+        self.context = context
+        self._jvm = context._jvm
+        self._conf = context._jsc.hadoopConfiguration()
 
     def _fs(self, location: Location) -> tuple[Any, Any]:
         path = self._jvm.org.apache.hadoop.fs.Path(str(location))
