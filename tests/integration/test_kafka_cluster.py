@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, PartitionMetadata, ResourceType
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.connectors import DeltaOutput, KafkaInput
@@ -43,7 +43,14 @@ def test_replicated_topics_and_a_flow_that_outlives_a_broker(
     topic = unique_name("replicated")
     create_topic(bootstrap, topic, partitions=3)
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+
+    def partitions_seen() -> dict[int, PartitionMetadata]:
+        # This client may ask a broker that has not yet applied the topic's metadata.
+        found = admin.list_topics(topic, timeout=10).topics.get(topic)
+        return found.partitions if found is not None and found.error is None else {}
+
+    wait_until(lambda: len(partitions_seen()) == 3, timeout=30, what="the topic on every broker")
+    partitions = partitions_seen()
     assert [len(p.replicas) for p in partitions.values()] == [3, 3, 3]
     resource = ConfigResource(ResourceType.TOPIC, topic)
     config = admin.describe_configs([resource])[resource].result(timeout=10)
