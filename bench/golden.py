@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from eventlake.config.params import JsonDecoder
 from eventlake.connectors.delta import DeltaOutput
 from eventlake.connectors.kafka import KafkaInput
 from eventlake.generator.clicks import EVENT_TYPES, PAGES
 from eventlake.generator.events import DEFAULT_START, iso, to_json
 from eventlake.pipelines import Pipeline
+from eventlake.transforms import parse_json
 from eventlake.transforms.windows import flatten_window, windowed
 
 if TYPE_CHECKING:
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from eventlake.pipelines import FlowContext
 
 SCHEMA = "user_id STRING, event_id STRING, event_type STRING, page STRING, event_time TIMESTAMP"
+FIELDS = ("user_id", "event_id", "event_type", "page", "event_time")
+TEXT_SCHEMA = ", ".join(f"{name} STRING" for name in FIELDS)
 WATERMARK = timedelta(minutes=10)
 SIZE = timedelta(minutes=10)
 SLIDE = timedelta(minutes=5)
@@ -34,19 +38,24 @@ SLIDE = timedelta(minutes=5)
 golden = Pipeline("golden", description="Seed 002: JSON -> 10-min windows sliding 5 min -> Delta")
 
 
-def parsed(df: DataFrame) -> DataFrame:
-    """The events of Kafka rows, parsed with ``from_json`` (as seed 002 writes it)."""
+def parsed(df: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
+    """The events of Kafka rows: parsed with ``from_json`` (as seed 002 writes it), or with
+    eventlake's arrow decoder (text fields, the event time cast)."""
     from pyspark.sql import functions as F
 
-    return df.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("d")).select("d.*")
+    value = F.col("value").cast("string").alias("value")
+    if decoder == "spark":
+        return df.select(F.from_json(value, SCHEMA).alias("d")).select("d.*")
+    text = parse_json(df.select(value), TEXT_SCHEMA, decoder=decoder).select("data.*")
+    return text.select(*FIELDS[:-1], F.col("event_time").cast("timestamp"))
 
 
-def golden_counts(df: DataFrame) -> DataFrame:
+def golden_counts(df: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
     """The golden query on Kafka rows: events per user and 10-minute window sliding 5."""
     from pyspark.sql import functions as F
 
     counts = windowed(
-        parsed(df), "event_time", "10 minutes", "10 minutes", "user_id", slide="5 minutes"
+        parsed(df, decoder), "event_time", "10 minutes", "10 minutes", "user_id", slide="5 minutes"
     )
     return flatten_window(counts.agg(F.count("*").alias("events")))
 
@@ -54,7 +63,7 @@ def golden_counts(df: DataFrame) -> DataFrame:
 @golden.flow(input=KafkaInput(), output=DeltaOutput("gold", "events_agg"))
 def events_agg(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Events per user and sliding window, each written once, when the watermark passes it."""
-    return golden_counts(df)
+    return golden_counts(df, ctx.params.json_decoder)
 
 
 def events(n: int, seed: int = 1) -> Iterator[tuple[str, str, datetime]]:

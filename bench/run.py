@@ -81,6 +81,11 @@ def _variants(bootstrap: str, root: Path) -> dict[str, tuple[str, str, list[str]
             "hand-tuned: max_offsets_per_trigger=1,000,000",
             eventlake("eventlake-tuned", "pipelines.golden.max_offsets_per_trigger=1000000"),
         ),
+        "eventlake-arrow": (
+            "eventlake",
+            "the arrow JSON decoder: json_decoder=arrow",
+            eventlake("eventlake-arrow", "pipelines.golden.json_decoder=arrow"),
+        ),
         "eventlake-10k": (
             "eventlake",
             "the previous default: max_offsets_per_trigger=10,000",
@@ -279,8 +284,10 @@ def main() -> None:
             results["golden"] = golden
             if not args.skip_latency:
                 from bench.batch_cost import measure_batch_cost
+                from bench.decode import measure_decode
                 from bench.latency import measure_latency
 
+                results["decode"] = measure_decode()
                 results["batch_cost"] = measure_batch_cost(bootstrap, root / "cost")
                 results["latency"] = measure_latency(bootstrap, root / "latency")
     (RESULTS / "golden.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
@@ -323,7 +330,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"watermark ({results.get('final_watermark')}), counted in Python from the produced "
         "events. Every system's output is compared with it, window by window.",
     ]
-    for section in ("batch_cost", "latency"):
+    for section in ("decode", "batch_cost", "latency"):
         if section in results:
             lines += ["", *results[section]["markdown"]]
     return "\n".join(lines) + "\n"

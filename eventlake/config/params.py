@@ -10,6 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from eventlake.durations import SparkInterval
 from eventlake.errors import EventlakeError
 
+#: How JSON is decoded: Spark's ``from_json``, or pyarrow in bulk with ``from_json`` for
+#: the records it does not claim (see :func:`eventlake.transforms.parse_json`).
+JsonDecoder = Literal["spark", "arrow"]
+
 #: 256 MiB: a 1M-event backlog of ~120-byte records is one batch; memory stays bounded.
 AUTO_BATCH_BYTES = 256 * 1024 * 1024
 
@@ -67,6 +71,13 @@ class PipelineParams(BaseModel):
         default=None,
         description="When a flow's Kafka input has been caught up and quiet this long, its "
         "watermark follows the clock (now minus the delay), so windows and sessions close.",
+    )
+
+    json_decoder: JsonDecoder = Field(
+        default="spark",
+        description="How the pipeline's transforms decode JSON records: spark (from_json) "
+        "or arrow (pyarrow in bulk, from_json for what it does not claim; the same rows, "
+        "faster when records are objects of string fields).",
     )
 
     @field_validator("trigger")

@@ -90,7 +90,9 @@ def _deduplicated(ctx: FlowContext, df: DataFrame, fields: dict[str, str]) -> Da
     p = ctx.typed(AdsParams)
     key, *_, time = fields
     records = kafka_records(df)
-    return deduplicated_events(records, fields, time=time, keys=[key], delay=p.watermark)
+    return deduplicated_events(
+        records, fields, time=time, keys=[key], delay=p.watermark, decoder=p.json_decoder
+    )
 
 
 @ads.flow(input=KafkaInput("impressions"), output=DeltaOutput("silver", "ad_impressions"))
@@ -112,8 +114,10 @@ def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
 )
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Invalid impressions and clicks: raw value, Kafka coordinates, reason."""
-    bad_impressions = quarantine_rows(checked_events(kafka_records(df), IMPRESSION_FIELDS))
-    bad_clicks = quarantine_rows(checked_events(kafka_records(ctx.stream("clicks")), CLICK_FIELDS))
+    decoder = ctx.params.json_decoder
+    impressions = checked_events(kafka_records(df), IMPRESSION_FIELDS, decoder=decoder)
+    clicks = checked_events(kafka_records(ctx.stream("clicks")), CLICK_FIELDS, decoder=decoder)
+    bad_impressions, bad_clicks = quarantine_rows(impressions), quarantine_rows(clicks)
     return bad_impressions.unionByName(bad_clicks)
 
 

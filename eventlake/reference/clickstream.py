@@ -65,14 +65,20 @@ def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid events, typed, de-duplicated by event_id within the watermark."""
     p = ctx.typed(ClickstreamParams)
     return deduplicated_events(
-        kafka_records(df), CLICK_FIELDS, time="event_time", keys=["event_id"], delay=p.watermark
+        kafka_records(df),
+        CLICK_FIELDS,
+        time="event_time",
+        keys=["event_id"],
+        delay=p.watermark,
+        decoder=p.json_decoder,
     )
 
 
 @clickstream.flow(input=KafkaInput(), output=DeltaOutput("silver", "clicks_quarantine"))
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid events: raw value, Kafka coordinates, reason."""
-    return quarantine_rows(checked_events(kafka_records(df), CLICK_FIELDS))
+    decoder = ctx.params.json_decoder
+    return quarantine_rows(checked_events(kafka_records(df), CLICK_FIELDS, decoder=decoder))
 
 
 @clickstream.flow(

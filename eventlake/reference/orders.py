@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from eventlake.config.params import JsonDecoder
 from eventlake.connectors.delta import DeltaInput, DeltaOutput, ensure_delta_table
 from eventlake.connectors.kafka import KafkaInput, KafkaOutput, kafka_records
 from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval, expect
@@ -80,11 +81,11 @@ REASONS = (
 )
 
 
-def checked_orders(bronze: DataFrame) -> DataFrame:
+def checked_orders(bronze: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
     """Bronze rows with the typed order fields and ``reason`` (null when valid)."""
     from pyspark.sql import functions as F
 
-    parsed = parse_json(bronze, ORDER_FIELDS)
+    parsed = parse_json(bronze, ORDER_FIELDS, decoder=decoder)
     d = F.col("data")
     amount = F.expr(f"try_cast(data.amount AS {AMOUNT_TYPE})")
     event_time = F.expr("try_to_timestamp(data.event_time)")
@@ -126,7 +127,7 @@ def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     p = ctx.typed(OrdersParams)
-    valid = checked_orders(df).where(F.col("reason").isNull())
+    valid = checked_orders(df, ctx.params.json_decoder).where(F.col("reason").isNull())
     typed = valid.select(
         F.col("data.order_id").alias("order_id"),
         F.col("data.user_id").alias("user_id"),
@@ -148,7 +149,7 @@ def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
 )
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid orders: raw value, Kafka coordinates, reason."""
-    return quarantine_rows(checked_orders(df))
+    return quarantine_rows(checked_orders(df, ctx.params.json_decoder))
 
 
 @orders.flow(input=DeltaInput("silver", "orders"), output=DeltaOutput("gold", "revenue_hourly"))

@@ -66,13 +66,15 @@ def readings(ctx: FlowContext, df: DataFrame) -> DataFrame:
         time="event_time",
         keys=["sensor_id", "event_time"],
         delay=p.watermark,
+        decoder=p.json_decoder,
     )
 
 
 @sensors.flow(input=KafkaInput(), output=DeltaOutput("silver", "sensor_readings_quarantine"))
 def quarantine(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Records that are not valid readings: raw value, Kafka coordinates, reason."""
-    return quarantine_rows(checked_events(kafka_records(df), READING_FIELDS))
+    decoder = ctx.params.json_decoder
+    return quarantine_rows(checked_events(kafka_records(df), READING_FIELDS, decoder=decoder))
 
 
 def sliding_stats(ctx: FlowContext, df: DataFrame) -> DataFrame:

@@ -25,7 +25,7 @@ overwrites a newer state, and a duplicate changes nothing. Tombstones are ignore
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -50,6 +50,9 @@ class UsersParams(PipelineParams):
     topic: str | None = Field(default="users_cdc", description="Debezium change events.")
     postgres_table: str = Field(default="users", description="Upsert target in PostgreSQL.")
     state_topic: str = Field(default="users_state", description="Compacted latest-state topic.")
+    json_decoder: Literal["spark"] = Field(
+        default="spark", description="Change events nest objects: from_json decodes them."
+    )
 
 
 users = Pipeline(

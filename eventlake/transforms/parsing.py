@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from eventlake.config.params import JsonDecoder
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
@@ -18,25 +20,56 @@ NULL_VALUE = "null_value"
 
 
 def parse_json(
-    df: DataFrame, schema: str, *, value: str = "value", into: str = "data"
+    df: DataFrame,
+    schema: str,
+    *,
+    value: str = "value",
+    into: str = "data",
+    decoder: JsonDecoder = "spark",
 ) -> DataFrame:
     """Add struct column ``into`` parsed from JSON text column ``value`` with DDL ``schema``.
 
     Fields are best declared as STRING and typed afterwards with ``try_cast``, so that a
     wrong type is a reason, not a null. ``<into>._corrupt_record`` holds text that is not
-    a JSON object.
+    a JSON object. ``decoder="arrow"`` (STRING fields only) decodes with pyarrow in bulk:
+    faster where the records are JSON objects of strings, identical in every row.
     """
     from pyspark.sql import functions as F
 
     full = f"{schema}, {CORRUPT} STRING"
-    return df.withColumn(
-        into,
-        F.from_json(
-            F.col(value),
-            full,
-            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT},
-        ),
+    spark_decoded = F.from_json(
+        F.col(value), full, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
     )
+    if decoder == "spark":
+        return df.withColumn(into, spark_decoded)
+    if decoder != "arrow":
+        raise ValueError(f"JSON decoder '{decoder}' is not one of spark, arrow")
+    return _parse_json_arrow(df, schema, spark_decoded, value=value, into=into)
+
+
+def _parse_json_arrow(
+    df: DataFrame, schema: str, spark_decoded: Column, *, value: str, into: str
+) -> DataFrame:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructType
+
+    from eventlake.transforms.arrow_json import arrow_decoder
+
+    struct = StructType.fromDDL(schema)
+    assert isinstance(struct, StructType)
+    names = [f.name for f in struct.fields]
+    not_text = [f.name for f in struct.fields if not isinstance(f.dataType, StringType)]
+    if not_text:
+        raise ValueError(f"the arrow JSON decoder takes STRING fields only, not {not_text}")
+    decoded = f"__{into}_arrow"
+    fast = F.struct(
+        *(F.col(f"{decoded}.f{i}").alias(name) for i, name in enumerate(names)),
+        F.lit(None).cast("string").alias(CORRUPT),
+    )
+    # CaseWhen evaluates from_json only for the rows pyarrow did not claim.
+    data = F.when(F.col(f"{decoded}.ok"), fast).otherwise(spark_decoded)
+    with_decoded = df.withColumn(decoded, arrow_decoder(names)(F.col(value)))
+    return with_decoded.withColumn(into, data).drop(decoded)
 
 
 def first_failure(rules: Sequence[tuple[str, Column]]) -> Column:
@@ -80,19 +113,21 @@ FIELD_TYPES = {
 }
 
 
-def checked_events(records: DataFrame, fields: dict[str, str]) -> DataFrame:
+def checked_events(
+    records: DataFrame, fields: dict[str, str], *, decoder: JsonDecoder = "spark"
+) -> DataFrame:
     """Kafka records (``kafka_records`` shape) with each of ``fields`` parsed from the JSON
     value, typed, and ``reason``: the first rule the record breaks, else null.
 
     ``fields`` maps name to ``string``, ``timestamp`` or ``double``; every field is
     required. Reasons: ``null_value``, ``invalid_json``, then per field in order
     ``missing_<field>`` (absent or null; blank text too) and ``invalid_<field>`` (a value
-    that does not convert, "" included).
+    that does not convert, "" included). ``decoder``: as :func:`parse_json`'s.
     """
     from pyspark.sql import functions as F
 
     ddl = ", ".join(f"{name} STRING" for name in fields)
-    parsed = parse_json(records, ddl)
+    parsed = parse_json(records, ddl, decoder=decoder)
     d = F.col("data")
     typed: dict[str, Column] = {}
     rules: list[tuple[str, Column]] = [
@@ -118,13 +153,19 @@ def checked_events(records: DataFrame, fields: dict[str, str]) -> DataFrame:
 
 
 def deduplicated_events(
-    records: DataFrame, fields: dict[str, str], *, time: str, keys: list[str], delay: str
+    records: DataFrame,
+    fields: dict[str, str],
+    *,
+    time: str,
+    keys: list[str],
+    delay: str,
+    decoder: JsonDecoder = "spark",
 ) -> DataFrame:
     """The valid events of :func:`checked_events` (``fields`` plus Kafka ``partition`` and
     ``offset``), watermarked on ``time`` by ``delay`` and de-duplicated by ``keys`` within
     it. Here Spark drops an event at or behind the previous batch's watermark."""
     from pyspark.sql import functions as F
 
-    valid = checked_events(records, fields).where(F.col("reason").isNull())
+    valid = checked_events(records, fields, decoder=decoder).where(F.col("reason").isNull())
     typed = valid.select(*fields, "partition", "offset")
     return typed.withWatermark(time, delay).dropDuplicatesWithinWatermark(keys)

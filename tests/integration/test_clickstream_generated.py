@@ -25,12 +25,19 @@ from tests.integration.event_time_helpers import (
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.parametrize("decoder", ["spark", "arrow"])
 def test_clickstream_tables_equal_the_batch_by_batch_truth(
-    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+    spark: SparkSession,
+    bootstrap: str,
+    make_topic: Callable[..., str],
+    tmp_path: Path,
+    decoder: str,
 ) -> None:
     topic = make_topic(partitions=2, prefix="clicks")
     settings = settings_for(
-        tmp_path, bootstrap, clickstream=dict(topic=topic, max_offsets_per_trigger=120)
+        tmp_path,
+        bootstrap,
+        clickstream=dict(topic=topic, max_offsets_per_trigger=120, json_decoder=decoder),
     )
     gen = ClicksGenerator(ClicksConfig(
         seed=11, late_fraction=0.04, late_delay=timedelta(minutes=40),

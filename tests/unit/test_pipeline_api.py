@@ -206,3 +206,16 @@ def test_shipped_config_has_a_section_per_pipeline_holding_its_defaults() -> Non
     for name in registry.names():
         pipeline = registry.get(name)
         assert pipeline.parse_params(settings.pipelines[name]) == pipeline.params(), name
+
+
+def test_json_decoder_is_a_checked_choice_and_users_takes_from_json_only() -> None:
+    registry = load_pipelines()
+    clickstream = registry.get("clickstream")
+    assert clickstream.parse_params({}).json_decoder == "spark"
+    assert clickstream.parse_params({"json_decoder": "arrow"}).json_decoder == "arrow"
+    with pytest.raises(EventlakeError) as unknown:
+        clickstream.parse_params({"json_decoder": "simdjson"})
+    assert unknown.value.code == ErrorCode.CONFIG_INVALID_VALUE
+    with pytest.raises(EventlakeError) as nested:
+        registry.get("users").parse_params({"json_decoder": "arrow"})
+    assert nested.value.code == ErrorCode.CONFIG_INVALID_VALUE

@@ -1,0 +1,169 @@
+"""Both JSON decoders give the same rows: the same fields, corrupt-record text and
+quarantine reasons, for clean records, hand-picked edge cases and random mutants."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.transforms import checked_events, parse_json
+from eventlake.transforms.arrow_json import arrow_decoder
+from eventlake.transforms.parsing import CORRUPT
+
+pytestmark = pytest.mark.integration
+
+FIELDS = {"event_id": "string", "user_id": "string", "event_time": "timestamp", "amount": "double"}
+DDL = ", ".join(f"{name} STRING" for name in FIELDS)
+ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
+CLEAN = (
+    '{"event_id": "e%d", "user_id": "u%d", '
+    '"event_time": "2026-01-01T00:00:%02dZ", "amount": "%d.5"}'
+)
+
+EDGE_CASES = [
+    None,
+    "",
+    " ",
+    "not json",
+    "[1, 2]",
+    '[{"event_id": "in an array"}]',
+    '"text"',
+    "42",
+    "null",
+    "{}",
+    '{"event_id": null}',
+    '{"event_id": 7, "amount": 12.50}',
+    '{"event_id": "e", "amount": 1e2}',
+    '{"event_id": "e", "amount": -0}',
+    '{"event_id": "e", "amount": 123456789012345678901234567890}',
+    '{"event_id": "e", "amount": 1e999}',
+    '{"event_id": true, "user_id": false}',
+    '{"event_id": {"nested": [1, 2]}, "user_id": [3]}',
+    '{"event_id": "a", "event_id": "b"}',
+    '{"event_id": "a", "other": 1, "other": 2}',
+    '{"event_id": "a"}{"event_id": "b"}',
+    '{"event_id": "a"} trailing',
+    '{"event_id": "a"}   ',
+    "{'event_id': 'single quotes'}",
+    '{event_id: "unquoted name"}',
+    '{"event_id": "a", "x": NaN}',
+    '{"event_id": "a", "x": Infinity}',
+    '{"event_id": "a", "x": -Infinity}',
+    '{"event_id": "a", "x": +1}',
+    '{"event_id": "a", "x": 01}',
+    '{"event_id": "a", "x": .5}',
+    '{"event_id": "a", "x": 0x1F}',
+    '{"event_id": "a" /* comment */}',
+    '{"event_id": "a",}',
+    '{"event_id": "a", "x": [1,]}',
+    '{"event_id":\n"two lines"}',
+    '{"event_id": "a\\nb\\t\\u00e9\\/\\\\"}',
+    '{"event_id": "raw\ttab"}',
+    '{"event_id": "\\ud800"}',
+    '{"event_id": "\\ud83d\\ude00"}',
+    '{"event_id": "\\x41"}',
+    '\ufeff{"event_id": "bom"}',
+    '\t{"event_id": "leading tab"}',
+    '{"EVENT_ID": "upper case"}',
+    '{"event_id": "", "user_id": "   ", "event_time": "yesterday", "amount": "lots"}',
+    '{"event_id": "e", "user_id": "u", "event_time": "2026-01-01T00:00:00Z", "amount": "-3"}',
+    '{"event_id": "' + "x" * 5000 + '"}',
+    '{"event_id": "a", "deep": ' + "[" * 200 + "]" * 200 + "}",
+]
+
+
+def _mutants(count: int, seed: int) -> list[str]:
+    """Clean records with one character deleted, inserted or replaced at random."""
+    rng = random.Random(seed)
+    alphabet = "{}[]\":,. \\x0123456789eEnul-+'\t"
+    out = []
+    for i in range(count):
+        text = CLEAN % (i, i % 7, i % 60, i)
+        at = rng.randrange(len(text))
+        edit = rng.choice(("delete", "insert", "replace"))
+        if edit == "delete":
+            text = text[:at] + text[at + 1 :]
+        elif edit == "insert":
+            text = text[:at] + rng.choice(alphabet) + text[at:]
+        else:
+            text = text[:at] + rng.choice(alphabet) + text[at + 1 :]
+        out.append(text)
+    return out
+
+
+def _records(spark: SparkSession, values: list[str | None]) -> DataFrame:
+    # Rows of one partition in order, so the decoder sees good and bad rows together.
+    rows = [(i, v) for i, v in enumerate(values)]
+    return (
+        spark.createDataFrame(rows, "id LONG, value STRING")
+        .repartition(1)
+        .sortWithinPartitions("id")
+    )
+
+
+def _claimed(records: DataFrame) -> set[int]:
+    """The ids of the records the pyarrow path decodes itself."""
+    decoded = records.select("id", arrow_decoder(list(FIELDS))("value").alias("d"))
+    return {r["id"] for r in decoded.where("d.ok").select("id").collect()}
+
+
+def _collected(df: DataFrame) -> list[tuple[object, ...]]:
+    # As text: a mutant's timestamp may lie past the year 9999, beyond Python's datetime.
+    as_text = df.select(*(F.col(c).cast("string").alias(c) for c in df.columns))
+    return [tuple(r) for r in as_text.orderBy(F.col("id").cast("long")).collect()]
+
+
+def test_both_decoders_give_the_same_rows(spark: SparkSession) -> None:
+    values: list[str | None] = []
+    for i, text in enumerate(EDGE_CASES):
+        values += [CLEAN % (i, i, i % 60, i), text]
+    values += _mutants(3000, seed=11)
+    values += [CLEAN % (i, i % 13, i % 60, i) for i in range(5000)]
+    records = _records(spark, values)
+    # Small Arrow batches: each gets its own failure budget, so mutants are tried too.
+    spark.conf.set(ARROW_BATCH, "40")
+    try:
+        claimed = _claimed(records)
+        spark_rows = _collected(checked_events(records, FIELDS, decoder="spark"))
+        arrow_rows = _collected(checked_events(records, FIELDS, decoder="arrow"))
+        spark_data = _collected(parse_json(records, DDL).select("id", "data"))
+        arrow_data = _collected(parse_json(records, DDL, decoder="arrow").select("id", "data"))
+    finally:
+        spark.conf.unset(ARROW_BATCH)
+    mutants = range(2 * len(EDGE_CASES), 2 * len(EDGE_CASES) + 3000)
+    assert claimed >= set(range(len(values) - 5000, len(values)))  # every clean record
+    assert 500 < len(claimed & set(mutants)) < 3000  # mutants both ways
+
+    assert len(spark_rows) == len(values)
+    mismatches = [
+        (values[i], s, a)
+        for i, (s, a) in enumerate(zip(spark_rows, arrow_rows, strict=True))
+        if s != a
+    ]
+    assert mismatches == []
+
+    assert spark_data == arrow_data
+    # The comparison has teeth: bad records and reasons of several kinds are in it.
+    reasons = {row[-1] for row in spark_rows}
+    assert {None, "null_value", "invalid_json", "invalid_amount", "missing_event_id"} <= reasons
+
+
+def test_the_arrow_decoder_claims_clean_records_and_hands_the_rest_to_from_json(
+    spark: SparkSession,
+) -> None:
+    values = ['{"event_id": "e1", "user_id": "u1"}', '{"event_id": 12.50}', "oops", None]
+    data = parse_json(_records(spark, values), DDL, decoder="arrow")
+    rows = [r["data"] for r in data.orderBy("id").collect()]
+    assert _claimed(_records(spark, values)) == {0}
+    assert (rows[0]["event_id"], rows[0]["user_id"], rows[0][CORRUPT]) == ("e1", "u1", None)
+    assert rows[1]["event_id"] == "12.5"  # from_json's text of the number
+    assert rows[2][CORRUPT] == "oops"
+    assert rows[3] is None
+
+
+def test_the_arrow_decoder_takes_string_fields_only(spark: SparkSession) -> None:
+    with pytest.raises(ValueError, match="STRING fields only"):
+        parse_json(_records(spark, ["{}"]), "n INT", decoder="arrow")
