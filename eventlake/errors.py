@@ -292,6 +292,12 @@ def translate(exc: BaseException, *, context: str = "") -> EventlakeError:
     return error
 
 
+def fix_for(exc: BaseException) -> str | None:
+    """The fix eventlake knows for a Spark or Delta error condition in ``exc``'s JVM causes."""
+    fixes = [_FIXES[c.condition] for c in jvm_causes(exc) if c.condition in _FIXES]
+    return fixes[0] if fixes else None
+
+
 def _translate(exc: BaseException, context: str) -> EventlakeError:
     from pyspark.errors import AnalysisException, StreamingQueryException
 
@@ -331,8 +337,8 @@ def _translate(exc: BaseException, context: str) -> EventlakeError:
     if failed:
         text = failed[-1].message.split(FAIL_MARK, 1)[1].lstrip(": ").splitlines()[0]
         return EventlakeError(ErrorCode.EXPECTATION_FAILED, f"{where}expectation {text}")
-    if isinstance(exc, StreamingQueryException):
-        fixes = [_FIXES[c.condition] for c in causes if c.condition in _FIXES]
+    fixes = [_FIXES[c.condition] for c in causes if c.condition in _FIXES]
+    if isinstance(exc, StreamingQueryException) or fixes:
         return EventlakeError(
             ErrorCode.QUERY_FAILED,
             f"{where}the streaming query failed: {cause}",

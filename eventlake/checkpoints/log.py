@@ -71,6 +71,11 @@ class CheckpointLog:
         entry = self.root / "offsets" / str(batch)
         return filesystem(entry).read_text(entry).splitlines()
 
+    def planned_ms(self, batch: int) -> int:
+        """When batch ``batch`` was planned (epoch ms); a replay keeps the first plan's."""
+        meta: dict[str, Any] = json.loads(self._entry(batch)[1])
+        return int(meta["batchTimestampMs"])
+
     def watermark_ms(self, batch: int) -> int:
         """The event-time watermark batch ``batch`` ran with (0: none yet)."""
         meta: dict[str, Any] = json.loads(self._entry(batch)[1])

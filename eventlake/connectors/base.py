@@ -118,11 +118,50 @@ class Output(_Connector):
             .outputMode(output_mode)
             .option("checkpointLocation", str(ctx.checkpoint))
         )
-        return self._start(apply_trigger(writer, trigger), ctx)
+        return self._start_in_mode(apply_trigger(writer, trigger), ctx, output_mode)
 
     @abstractmethod
     def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
         """Set the output's format and options on ``writer`` and start it."""
+
+    def _start_in_mode(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
+        """:meth:`_start`, for outputs whose writes depend on the output mode."""
+        return self._start(writer, ctx)
+
+
+#: The exception a ``foreachBatch`` function raised, by query name, until the runner takes
+#: it: Spark passes only its text to the JVM, so this keeps its type and JVM causes.
+_batch_failures: dict[str, BaseException] = {}
+
+
+def record_batch_failure(query_name: str, exc: BaseException) -> None:
+    """Keep ``exc``, raised by the batch function of query ``query_name``."""
+    _batch_failures[query_name] = exc
+
+
+def take_batch_failure(query_name: str) -> BaseException | None:
+    """The exception the batch function of ``query_name`` last raised, once."""
+    return _batch_failures.pop(query_name, None)
+
+
+class BatchFunction(ABC):
+    """A ``foreachBatch`` function that keeps the exception it raises for the runner."""
+
+    def __init__(self, query_name: str) -> None:
+        self.query_name = query_name
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            self.write_batch(df, batch_id)
+        except Exception as exc:
+            record_batch_failure(self.query_name, exc)
+            raise
+
+    @abstractmethod
+    def write_batch(self, df: DataFrame, batch_id: int) -> None:
+        """Write micro-batch ``batch_id``."""
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eventlake.connectors.base import (
     BatchContext,
+    BatchFunction,
     Guarantee,
     Input,
     Output,
@@ -179,11 +182,11 @@ class DeltaOutput(_LakeTable, Output):
     """Append each micro-batch to the Delta table ``<lake.root>/<layer>/<table>``.
 
     Delivery guarantee: exactly-once. A batch commits when its Delta transaction commits;
-    that commit records the query id and batch id (a Delta ``SetTransaction``). After a
-    crash the query restarts from its checkpoint and replays the last planned batch with
-    the same id and offsets; Delta sees that id already committed and skips the write, so
-    no row is lost or duplicated. Requires a checkpoint owned by this flow alone.
-    Output modes: append and complete (complete overwrites the table each batch).
+    the commit carries the flow's id and the batch id (:func:`write_once`). After a crash
+    the query restarts from its checkpoint and replays the last planned batch with the
+    same id and offsets; the table's log shows that batch committed and the write is
+    skipped, so no row is lost or duplicated. Requires a checkpoint owned by this flow
+    alone. Output modes: append and complete (complete overwrites the table each batch).
     """
 
     partition_by: tuple[str, ...] = ()
@@ -196,12 +199,137 @@ class DeltaOutput(_LakeTable, Output):
         ensure_delta_table(ctx.spark, path, schema, self.partition_by)
 
     def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
-        writer = writer.format("delta")
-        if self.partition_by:
-            writer = writer.partitionBy(*self.partition_by)
-        if self.merge_schema:
-            writer = writer.option("mergeSchema", "true")
-        return writer.start(str(ctx.table_path(self.layer, self.name)))
+        return self._start_in_mode(writer, ctx, "append")
+
+    def _start_in_mode(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
+        return writer.foreachBatch(_DeltaBatches(self, ctx, output_mode)).start()
+
+
+class _DeltaBatches(BatchFunction):
+    """:class:`DeltaOutput`'s ``foreachBatch`` function: each batch written once."""
+
+    def __init__(self, output: DeltaOutput, ctx: FlowContext, output_mode: str) -> None:
+        super().__init__(ctx.query_name)
+        self.output, self.ctx = output, ctx
+        self.mode = "overwrite" if output_mode == "complete" else "append"
+        self._ids: tuple[str, ...] | None = None
+
+    def write_batch(self, df: DataFrame, batch_id: int) -> None:
+        from eventlake.checkpoints import stream_id
+
+        if self._ids is None:
+            query = stream_id(self.ctx.checkpoint)
+            # The query id alone: what Delta's streaming sink, DeltaOutput's before, recorded.
+            own = f"{self.ctx.query_name}/delta:{self.output.layer}/{self.output.name}/{query}"
+            self._ids = (own, query)
+        out = self.output
+        write_once(
+            df,
+            self.ctx.table_path(out.layer, out.name),
+            app_ids=self._ids,
+            batch_id=batch_id,
+            checkpoint=self.ctx.checkpoint,
+            mode=self.mode,
+            partition_by=out.partition_by,
+            merge_schema=out.merge_schema,
+        )
+
+
+#: Key of eventlake's mark in a Delta commit's ``userMetadata``: ``{"app": id, "batch": n}``.
+BATCH_MARK = "eventlake_batch"
+#: A batch's commit is searched for back to this long before the batch was planned.
+CLOCK_SLACK_MS = 5 * 60 * 1000
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+def write_once(
+    df: DataFrame,
+    path: Location,
+    *,
+    app_ids: Sequence[str],
+    batch_id: int,
+    checkpoint: Location,
+    mode: str = "append",
+    partition_by: Sequence[str] = (),
+    merge_schema: bool = False,
+) -> bool:
+    """Write micro-batch ``batch_id`` to the Delta table at ``path`` unless it is there.
+
+    The commit carries ``{"eventlake_batch": {"app": app_ids[0], "batch": batch_id}}`` as
+    its ``userMetadata``. Before writing, the commits made since the batch was planned (its
+    checkpoint's offsets entry) are read for that mark, or a Delta ``SetTransaction`` of
+    one of ``app_ids`` (how earlier versions recorded batches): a replay after a crash
+    finds its own commit and writes nothing. The log is read directly, a file or two a
+    batch, instead of Delta's ``txnAppId`` check, which rebuilds the table's snapshot state
+    (a few Spark jobs) on every batch. Returns whether it wrote.
+    """
+    from eventlake.checkpoints import CheckpointLog
+
+    since = CheckpointLog(checkpoint).planned_ms(batch_id) - CLOCK_SLACK_MS
+    written = written_batch(path, app_ids, since)
+    if written is not None and written >= batch_id:
+        return False
+    mark = json.dumps({BATCH_MARK: {"app": app_ids[0], "batch": batch_id}})
+    writer = df.write.format("delta").mode(mode).option("userMetadata", mark)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    if merge_schema:
+        writer = writer.option("mergeSchema", "true")
+    writer.save(str(path))
+    return True
+
+
+def written_batch(path: Location, app_ids: Sequence[str], since_ms: int) -> int | None:
+    """The newest batch id one of ``app_ids`` committed to the Delta table at ``path`` in
+    the commits made at or after ``since_ms`` (epoch ms), or None."""
+    from eventlake.storage import filesystem
+
+    log = path / "_delta_log"
+    storage = filesystem(log)
+    if not storage.exists(log):
+        return None
+    versions = sorted(
+        (int(m.group(1)) for m in map(_COMMIT_FILE.match, storage.list_names(log)) if m),
+        reverse=True,
+    )
+    for version in versions:
+        commit = log / f"{version:020d}.json"
+        try:
+            actions = [json.loads(line) for line in storage.read_text(commit).splitlines() if line]
+        except FileNotFoundError:
+            return None  # removed by log cleanup: older than anything searched for
+        batch, timestamp = _batch_of(actions, app_ids)
+        if batch is not None:
+            return batch
+        if timestamp is not None and timestamp < since_ms:
+            return None
+    return None
+
+
+def _batch_of(
+    actions: list[dict[str, Any]], app_ids: Sequence[str]
+) -> tuple[int | None, int | None]:
+    """A commit's batch id for ``app_ids`` (its mark, or a ``txn`` action) and timestamp."""
+    batch: int | None = None
+    timestamp: int | None = None
+    for action in actions:
+        txn = action.get("txn")
+        if isinstance(txn, dict) and txn.get("appId") in app_ids:
+            batch = int(txn["version"])
+        info = action.get("commitInfo")
+        if not isinstance(info, dict):
+            continue
+        timestamp = int(info["timestamp"]) if "timestamp" in info else timestamp
+        try:
+            meta = json.loads(info.get("userMetadata") or "null")
+        except ValueError:
+            continue
+        mark = meta.get(BATCH_MARK) if isinstance(meta, dict) else None
+        if isinstance(mark, dict) and mark.get("app") in app_ids:
+            batch = int(mark["batch"])
+    return batch, timestamp
 
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -231,9 +359,9 @@ def delta_transaction(spark: SparkSession, app_id: str, version: int) -> Iterato
 class ToDelta(_LakeTable, Target):
     """Append the batch to ``<layer>/<table>``.
 
-    Delivery guarantee: exactly-once. The append commits with ``txnAppId`` (this flow,
-    target and checkpoint) and ``txnVersion`` (the batch id); a replay of the batch after
-    a crash finds that pair in the table's log and writes nothing. With ``prepare``, give
+    Delivery guarantee: exactly-once. The append's commit carries this flow's, target's and
+    checkpoint's id and the batch id (:func:`write_once`); a replay of the batch after a
+    crash finds that commit in the table's log and writes nothing. With ``prepare``, give
     the written columns as ``schema`` (DDL) so the table exists before the first batch.
     """
 
@@ -253,18 +381,15 @@ class ToDelta(_LakeTable, Target):
         ensure_delta_table(ctx.spark, path, self.schema or schema, self.partition_by)
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
-        writer = (
-            self.rows(df, batch)
-            .write.format("delta")
-            .mode("append")
-            .option("txnAppId", batch.app_id(self.target_id(batch.ctx)))
-            .option("txnVersion", str(batch.batch_id))
+        write_once(
+            self.rows(df, batch),
+            batch.ctx.table_path(self.layer, self.name),
+            app_ids=(batch.app_id(self.target_id(batch.ctx)),),
+            batch_id=batch.batch_id,
+            checkpoint=batch.ctx.checkpoint,
+            partition_by=self.partition_by,
+            merge_schema=self.merge_schema,
         )
-        if self.partition_by:
-            writer = writer.partitionBy(*self.partition_by)
-        if self.merge_schema:
-            writer = writer.option("mergeSchema", "true")
-        writer.save(str(batch.ctx.table_path(self.layer, self.name)))
 
 
 #: Builds the MERGE of ``source`` into ``target``; the fan-out executes it.

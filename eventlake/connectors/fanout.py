@@ -17,8 +17,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from eventlake.checkpoints import stream_id
-from eventlake.connectors.base import BatchContext, Guarantee, Output, TableRef, Target
-from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.connectors.base import (
+    BatchContext,
+    BatchFunction,
+    Guarantee,
+    Output,
+    TableRef,
+    Target,
+)
+from eventlake.errors import ErrorCode, EventlakeError, fix_for
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -71,7 +78,7 @@ class FanOut(Output):
         return writer.foreachBatch(BatchHandler(self.targets, ctx)).start()
 
 
-class BatchHandler:
+class BatchHandler(BatchFunction):
     """The function Spark calls with each batch: runs every target, in order."""
 
     def __init__(self, targets: Sequence[Target], ctx: FlowContext) -> None:
@@ -83,11 +90,12 @@ class BatchHandler:
                 expected="a distinct name per target (it scopes the target's idempotency)",
                 fix="write each table or topic through one target of the fan-out",
             )
+        super().__init__(ctx.query_name)
         self.targets = tuple(targets)
         self.ctx = ctx
         self._stream_id: str | None = None
 
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
+    def write_batch(self, df: DataFrame, batch_id: int) -> None:
         if self._stream_id is None:
             self._stream_id = stream_id(self.ctx.checkpoint)
         batch = BatchContext(self.ctx, batch_id, self._stream_id, df.sparkSession)
@@ -112,4 +120,5 @@ class BatchHandler:
                 ErrorCode.SINK_WRITE_FAILED,
                 f"target '{target.target_id(self.ctx)}' of flow '{batch.flow}' failed on batch "
                 f"{batch.batch_id}: {exc}",
+                fix=fix_for(exc),
             ) from exc

@@ -17,6 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog, write_fingerprint
+from eventlake.connectors.base import take_batch_failure
 from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.kafka.admin import list_topics
@@ -92,6 +93,7 @@ class PipelineRunner:
         self.queries: dict[str, StreamingQuery] = {}
 
     def _start(self, flow: PlannedFlow) -> StreamingQuery:
+        take_batch_failure(flow.query_name)  # one an earlier run left
         try:
             write_fingerprint(flow.checkpoint, flow.fingerprint())
             query = _start_query(flow, flow.trigger)
@@ -104,7 +106,7 @@ class PipelineRunner:
     def _failure(self, name: str, query: StreamingQuery) -> EventlakeError | None:
         if query.isActive:
             return None
-        error = _query_exception(query)
+        error = take_batch_failure(name) or _query_exception(query)
         if error is None:
             return None
         totals = self.listener.snapshot().get(name)

@@ -24,6 +24,8 @@ def test_kafka_start_options_follow_the_params(tmp_path: Path) -> None:
     plain = KafkaInput().options(_config(tmp_path))
     assert (plain["subscribe"], plain["startingOffsets"]) == ("t", "earliest")
     assert "startingTimestamp" not in plain
+    # A caught-up batch's first read waits for the last fetch at most this long, not 500 ms.
+    assert plain["kafka.fetch.max.wait.ms"] == "50"
 
     timed = KafkaInput().options(_config(tmp_path, starting_timestamp="2026-01-01T00:00:00"))
     assert timed["startingTimestamp"] == "1767225600000"  # no zone: UTC
