@@ -275,16 +275,18 @@ def _describe(cause: JvmCause) -> str:
     return f"{cause.cls}: {lines[0] if lines else ''}".rstrip(": ")
 
 
-def translate(exc: BaseException, *, context: str = "") -> EventlakeError:
+def translate(exc: BaseException, *, context: str = "", in_query: bool = False) -> EventlakeError:
     """Turn a Spark, Py4J or JVM exception into an EventlakeError with a fix.
 
     Decided by type: pyspark's exception class, Spark's error condition and the classes in
     the JVM cause chain; never by searching message text. Already-translated errors pass
-    through unchanged. ``context`` names what was running (query, flow, batch).
+    through unchanged. ``context`` names what was running (query, flow, batch);
+    ``in_query``: ``exc`` ended a running streaming query (raised in its batch function),
+    so what has no more specific code is EL-QUERY-001, as a query's own failure is.
     """
     if isinstance(exc, EventlakeError):
         return exc
-    error = _translate(exc, context)
+    error = _translate(exc, context, in_query)
     error.spark_condition = condition(exc)
     get = getattr(exc, "getMessageParameters", None)
     params = get() if callable(get) else None
@@ -298,7 +300,7 @@ def fix_for(exc: BaseException) -> str | None:
     return fixes[0] if fixes else None
 
 
-def _translate(exc: BaseException, context: str) -> EventlakeError:
+def _translate(exc: BaseException, context: str, in_query: bool = False) -> EventlakeError:
     from pyspark.errors import AnalysisException, StreamingQueryException
 
     where = f"{context}: " if context else ""
@@ -338,7 +340,7 @@ def _translate(exc: BaseException, context: str) -> EventlakeError:
         text = failed[-1].message.split(FAIL_MARK, 1)[1].lstrip(": ").splitlines()[0]
         return EventlakeError(ErrorCode.EXPECTATION_FAILED, f"{where}expectation {text}")
     fixes = [_FIXES[c.condition] for c in causes if c.condition in _FIXES]
-    if isinstance(exc, StreamingQueryException) or fixes:
+    if isinstance(exc, StreamingQueryException) or fixes or in_query:
         return EventlakeError(
             ErrorCode.QUERY_FAILED,
             f"{where}the streaming query failed: {cause}",

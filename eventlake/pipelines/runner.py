@@ -106,13 +106,16 @@ class PipelineRunner:
     def _failure(self, name: str, query: StreamingQuery) -> EventlakeError | None:
         if query.isActive:
             return None
-        error = take_batch_failure(name) or _query_exception(query)
-        if error is None:
+        # A stop interrupts a running batch function too; only a failed query reports it.
+        recorded = take_batch_failure(name)
+        failed = _query_exception(query)
+        if failed is None:
             return None
+        error = recorded or failed
         totals = self.listener.snapshot().get(name)
         last = totals.last_batch_id if totals else None
         batch = f", after batch {last}" if last is not None else ", in the run's first batch"
-        return translate(error, context=f"flow '{name}'{batch}")
+        return translate(error, context=f"flow '{name}'{batch}", in_query=recorded is not None)
 
     def _check(self) -> None:
         for name, query in self.queries.items():
