@@ -24,9 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.golden import Expected, events
+from bench.variants.eventlake_golden import write_config
 from eventlake.kafka import EmbeddedKafkaBroker, create_topic, produce
 from eventlake.paths import jars_root
 from eventlake.testing import free_port
@@ -59,17 +58,7 @@ def _variants(bootstrap: str, root: Path) -> dict[str, tuple[str, str, list[str]
     root.mkdir(parents=True, exist_ok=True)
 
     def eventlake(name: str, *overrides: str) -> list[str]:
-        config = root / f"{name}.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "kafka": {"bootstrap_servers": bootstrap},
-                    "lake": {"root": str(root / name / "lake")},
-                    "checkpoints": {"root": str(root / name / "checkpoints")},
-                    "pipelines": {"golden": {"topic": TOPIC}},
-                }
-            )
-        )
+        config = write_config(root / f"{name}.yaml", bootstrap, TOPIC, root / name)
         sets = [a for o in overrides for a in ("--set", o)]
         return [py, "-m", "bench.variants.eventlake_golden", str(config), *sets]
 
@@ -234,7 +223,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--only", default="", help="comma-separated variant names")
-    parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument(
+        "--skip-latency",
+        action="store_true",
+        help="golden variants only: no profile, decode, batch cost or latency",
+    )
     parser.add_argument(
         "--repeats", type=int, default=3, help="runs of each variant; the median is reported"
     )
@@ -286,7 +279,9 @@ def main() -> None:
                 from bench.batch_cost import measure_batch_cost
                 from bench.decode import measure_decode
                 from bench.latency import measure_latency
+                from bench.profile import profile_golden
 
+                results["profile"] = profile_golden(bootstrap, TOPIC, root / "profile", logs)
                 results["decode"] = measure_decode()
                 results["batch_cost"] = measure_batch_cost(bootstrap, root / "cost")
                 results["latency"] = measure_latency(bootstrap, root / "latency")
@@ -330,7 +325,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"watermark ({results.get('final_watermark')}), counted in Python from the produced "
         "events. Every system's output is compared with it, window by window.",
     ]
-    for section in ("decode", "batch_cost", "latency"):
+    for section in ("profile", "decode", "batch_cost", "latency"):
         if section in results:
             lines += ["", *results[section]["markdown"]]
     return "\n".join(lines) + "\n"

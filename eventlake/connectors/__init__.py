@@ -21,8 +21,9 @@ from eventlake.connectors.delta import (
     MergeBuilder,
     MergeDelta,
     ToDelta,
-    delta_transaction,
     ensure_delta_table,
+    marked_commits,
+    write_once,
 )
 from eventlake.connectors.fanout import FanOut
 from eventlake.connectors.files import FilesInput, FilesOutput
@@ -63,7 +64,8 @@ __all__ = [
     "ToKafka",
     "ToKafkaExactlyOnce",
     "ToPostgres",
-    "delta_transaction",
     "ensure_delta_table",
     "kafka_records",
+    "marked_commits",
+    "write_once",
 ]

@@ -241,6 +241,7 @@ class _DeltaBatches(BatchFunction):
 BATCH_MARK = "eventlake_batch"
 #: A batch's commit is searched for back to this long before the batch was planned.
 CLOCK_SLACK_MS = 5 * 60 * 1000
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
 
@@ -265,13 +266,9 @@ def write_once(
     batch, instead of Delta's ``txnAppId`` check, which rebuilds the table's snapshot state
     (a few Spark jobs) on every batch. Returns whether it wrote.
     """
-    from eventlake.checkpoints import CheckpointLog
-
-    since = CheckpointLog(checkpoint).planned_ms(batch_id) - CLOCK_SLACK_MS
-    written = written_batch(path, app_ids, since)
-    if written is not None and written >= batch_id:
+    if batch_written(path, app_ids=app_ids, batch_id=batch_id, checkpoint=checkpoint):
         return False
-    mark = json.dumps({BATCH_MARK: {"app": app_ids[0], "batch": batch_id}})
+    mark = batch_mark(app_ids[0], batch_id)
     writer = df.write.format("delta").mode(mode).option("userMetadata", mark)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
@@ -279,6 +276,42 @@ def write_once(
         writer = writer.option("mergeSchema", "true")
     writer.save(str(path))
     return True
+
+
+def batch_mark(app_id: str, batch_id: int) -> str:
+    """The ``userMetadata`` of the commit of micro-batch ``batch_id`` by ``app_id``."""
+    return json.dumps({BATCH_MARK: {"app": app_id, "batch": batch_id}})
+
+
+def batch_written(
+    path: Location, *, app_ids: Sequence[str], batch_id: int, checkpoint: Location
+) -> bool:
+    """Whether micro-batch ``batch_id`` of one of ``app_ids`` is committed to the Delta
+    table at ``path``: the commits since ``checkpoint`` planned the batch are searched."""
+    from eventlake.checkpoints import CheckpointLog
+
+    try:
+        since = CheckpointLog(checkpoint).planned_ms(batch_id) - CLOCK_SLACK_MS
+    except FileNotFoundError:
+        since = 0  # a batch no stream planned (handed to a writer directly): every commit
+    written = written_batch(path, app_ids, since)
+    return written is not None and written >= batch_id
+
+
+@contextmanager
+def marked_commits(spark: SparkSession, app_id: str, batch_id: int) -> Iterator[None]:
+    """Mark every Delta commit made inside as micro-batch ``batch_id`` of ``app_id``
+    (:func:`batch_mark` as the session's ``userMetadata``), then unmark.
+
+    For DML such as MERGE, which take no writer options. ``spark`` must be the batch's own
+    session (``df.sparkSession`` in foreachBatch): each streaming query runs on a clone, so
+    flows never see each other's marks.
+    """
+    spark.conf.set(USER_METADATA, batch_mark(app_id, batch_id))
+    try:
+        yield
+    finally:
+        spark.conf.unset(USER_METADATA)
 
 
 def written_batch(path: Location, app_ids: Sequence[str], since_ms: int) -> int | None:
@@ -332,29 +365,6 @@ def _batch_of(
     return batch, timestamp
 
 
-TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION = "spark.databricks.delta.write.txnVersion"
-
-
-@contextmanager
-def delta_transaction(spark: SparkSession, app_id: str, version: int) -> Iterator[None]:
-    """Tag every Delta commit made inside with ``(app_id, version)``, then untag.
-
-    Delta records the pair in the commit and skips a later write of the same table with
-    the same app id and a version not above the recorded one. This is how MERGE and other
-    DML become idempotent; DataFrame writes can take the ``txnAppId``/``txnVersion``
-    options instead. ``spark`` must be the batch's own session (``df.sparkSession`` in
-    foreachBatch): each streaming query runs on a clone, so flows never see each other's.
-    """
-    spark.conf.set(TXN_APP_ID, app_id)
-    spark.conf.set(TXN_VERSION, str(version))
-    try:
-        yield
-    finally:
-        spark.conf.unset(TXN_APP_ID)
-        spark.conf.unset(TXN_VERSION)
-
-
 @dataclass(frozen=True)
 class ToDelta(_LakeTable, Target):
     """Append the batch to ``<layer>/<table>``.
@@ -403,9 +413,10 @@ class MergeDelta(_LakeTable, Target):
     ``build(target, source, batch)`` returns the merge; ``schema`` (DDL) creates the table
     when it does not exist.
 
-    Delivery guarantee: exactly-once. The MERGE commits as one Delta transaction tagged
-    with this flow's app id and the batch id (:func:`delta_transaction`); a replay of the
-    batch after a crash is skipped by Delta.
+    Delivery guarantee: exactly-once. The MERGE commits as one Delta transaction marked
+    with this flow's, target's and checkpoint's id and the batch id
+    (:func:`marked_commits`); a replay of the batch after a crash finds that commit in the
+    table's log (or the ``SetTransaction`` earlier versions wrote) and merges nothing.
     """
 
     build: MergeBuilder
@@ -431,6 +442,9 @@ class MergeDelta(_LakeTable, Target):
         path = batch.ctx.table_path(self.layer, self.name)
         ensure_delta_table(batch.spark, path, self.schema, self.partition_by)
         app_id = batch.app_id(self.target_id(batch.ctx))
-        with delta_transaction(batch.spark, app_id, batch.batch_id):
+        checkpoint = batch.ctx.checkpoint
+        if batch_written(path, app_ids=(app_id,), batch_id=batch.batch_id, checkpoint=checkpoint):
+            return
+        with marked_commits(batch.spark, app_id, batch.batch_id):
             target = DeltaTable.forPath(batch.spark, str(path))
             self.build(target, source, batch).execute()

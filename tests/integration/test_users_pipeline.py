@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -10,11 +11,13 @@ from typing import Any
 
 import psycopg
 import pytest
+from deltalake import DeltaTable as RsDeltaTable
 from pyspark.sql import SparkSession
 
 from eventlake.checkpoints import CheckpointLog, stream_id
 from eventlake.config import PostgresSettings, Settings
 from eventlake.connectors import BatchContext, FanOut, Guarantee
+from eventlake.connectors.delta import BATCH_MARK
 from eventlake.generator import CdcConfig, CdcGenerator, GeneratedRecord, send
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import build_plan
@@ -171,3 +174,8 @@ def test_replaying_a_batch_changes_no_sink(
     assert (
         delta_version(tmp_path / "lake" / "silver" / "users_history") == before["users_history"] + 1
     )
+    # That MERGE's commit carries the batch's mark (no Delta SetTransaction).
+    newest = RsDeltaTable(str(tmp_path / "lake" / "silver" / "users_history")).history(1)[0]
+    assert newest["operation"] == "MERGE"
+    mark = json.loads(newest["userMetadata"])[BATCH_MARK]
+    assert mark == {"app": fresh.app_id("merge:silver/users_history"), "batch": last + 1}
