@@ -18,11 +18,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench.batch_cost import PARTS
 from bench.variants.eventlake_golden import write_config
 
 PROGRESS = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent"
 STARTED = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent"
-PARTS = ("latestOffset", "queryPlanning", "getBatch", "addBatch", "walCommit", "commitOffsets")
 #: A stage shown in the profile: at least this long (ms of wall time).
 MIN_STAGE_MS = 50
 

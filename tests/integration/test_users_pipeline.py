@@ -174,8 +174,11 @@ def test_replaying_a_batch_changes_no_sink(
     assert (
         delta_version(tmp_path / "lake" / "silver" / "users_history") == before["users_history"] + 1
     )
-    # That MERGE's commit carries the batch's mark (no Delta SetTransaction).
-    newest = RsDeltaTable(str(tmp_path / "lake" / "silver" / "users_history")).history(1)[0]
+    # That MERGE's commit carries the batch's mark and no Delta SetTransaction.
+    history_path = tmp_path / "lake" / "silver" / "users_history"
+    newest = RsDeltaTable(str(history_path)).history(1)[0]
     assert newest["operation"] == "MERGE"
     mark = json.loads(newest["userMetadata"])[BATCH_MARK]
     assert mark == {"app": fresh.app_id("merge:silver/users_history"), "batch": last + 1}
+    commit = history_path / "_delta_log" / f"{delta_version(history_path):020d}.json"
+    assert not [a for a in map(json.loads, commit.read_text().splitlines()) if "txn" in a]
