@@ -19,6 +19,9 @@ from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topi
 from eventlake.session import get_spark
 from eventlake.validation import Report, check_pipeline, require_valid
 
+#: How long a run's end waits for a Delta log checkpoint under way (seconds).
+LOG_CHECKPOINT_WAIT = 60.0
+
 #: Called once the plan is built (and checked, with its report), before any query starts.
 OnPlan = Callable[[Plan, Report | None], None]
 
@@ -76,6 +79,7 @@ def run_plan(
     on_serve: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run ``plan`` with a progress listener and the run's monitor for its duration."""
+    from eventlake.connectors.delta import LOG_CHECKPOINTS
     from eventlake.operations.late import LateKeeper
     from eventlake.operations.monitor import RunMonitor
 
@@ -98,6 +102,8 @@ def run_plan(
         return result
     finally:
         keeper.close()
+        # A log checkpoint cut short at exit is redone later; one about done is let finish.
+        LOG_CHECKPOINTS.drain(LOG_CHECKPOINT_WAIT)
         monitor.close()
         spark.streams.removeListener(listener)
         if own:

@@ -64,6 +64,11 @@ class KafkaSettings(_Section):
 class LakeSettings(_Section):
     #: A local folder or a URI (``hdfs://nn:8020/lake``, ``s3a://bucket/lake``).
     root: Location = Field(default_factory=lambda: Location(".eventlake/lake"))
+    #: The Delta tables eventlake creates as sinks get a log checkpoint after this many
+    #: commits, written by eventlake on a thread of its own rather than by Delta inside the
+    #: commit that reaches it (which stalls that batch for seconds). 0: Delta's own, inline,
+    #: every 100 commits.
+    log_checkpoint_commits: int = Field(default=100, ge=0)
 
     def table_path(self, layer: str, table: str) -> Location:
         return self.root / layer / table

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from eventlake.context import FlowConfig, FlowContext
     from eventlake.storage import Location
 
+log = logging.getLogger(__name__)
+
 
 def ddl_schema(ddl: str) -> StructType:
     """The struct a DDL column list (``"id STRING, ts TIMESTAMP"``) describes."""
@@ -47,9 +51,11 @@ def ensure_delta_table(
     path: Location | Path | str,
     schema: StructType | str,
     partition_by: tuple[str, ...] = (),
+    checkpoint_interval: int | None = None,
 ) -> None:
     """Create an empty Delta table at ``path`` with ``schema`` (a struct or DDL) unless a
-    Delta table is there already."""
+    Delta table is there already; ``checkpoint_interval`` sets its
+    ``delta.checkpointInterval`` (else the session's default)."""
     from delta.tables import DeltaTable
 
     if DeltaTable.isDeltaTable(spark, str(path)):
@@ -58,7 +64,16 @@ def ensure_delta_table(
     builder = DeltaTable.createIfNotExists(spark).location(str(path)).addColumns(struct)
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
+    if checkpoint_interval is not None:
+        builder = builder.property(CHECKPOINT_INTERVAL, str(checkpoint_interval))
     builder.execute()
+
+
+def sink_checkpoint_interval(ctx: FlowConfig) -> int | None:
+    """The ``delta.checkpointInterval`` eventlake creates a sink's table with:
+    :data:`NO_INLINE_CHECKPOINTS` when it writes the table's log checkpoints itself
+    (``lake.log_checkpoint_commits`` > 0), else the session's default."""
+    return NO_INLINE_CHECKPOINTS if ctx.settings.lake.log_checkpoint_commits else None
 
 
 @dataclass(frozen=True)
@@ -196,7 +211,8 @@ class DeltaOutput(_LakeTable, Output):
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         path = ctx.table_path(self.layer, self.name)
-        ensure_delta_table(ctx.spark, path, schema, self.partition_by)
+        interval = sink_checkpoint_interval(ctx)
+        ensure_delta_table(ctx.spark, path, schema, self.partition_by, interval)
 
     def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
         return self._start_in_mode(writer, ctx, "append")
@@ -234,6 +250,7 @@ class _DeltaBatches(BatchFunction):
             mode=self.mode,
             partition_by=out.partition_by,
             merge_schema=out.merge_schema,
+            log_checkpoint_commits=self.ctx.settings.lake.log_checkpoint_commits,
         )
 
 
@@ -243,6 +260,12 @@ BATCH_MARK = "eventlake_batch"
 CLOCK_SLACK_MS = 5 * 60 * 1000
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)$")
+CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+#: The ``delta.checkpointInterval`` of a table whose log checkpoints eventlake writes
+#: (:class:`LogCheckpoints`): Delta's inline checkpoint never comes due.
+NO_INLINE_CHECKPOINTS = 2**31 - 1
+_OWN_LOG_OPTION = "fs.eventlake.logCheckpoints"
 
 
 def write_once(
@@ -255,6 +278,7 @@ def write_once(
     mode: str = "append",
     partition_by: Sequence[str] = (),
     merge_schema: bool = False,
+    log_checkpoint_commits: int = 0,
 ) -> bool:
     """Write micro-batch ``batch_id`` to the Delta table at ``path`` unless it is there.
 
@@ -264,7 +288,8 @@ def write_once(
     one of ``app_ids`` (how earlier versions recorded batches): a replay after a crash
     finds its own commit and writes nothing. The log is read directly, a file or two a
     batch, instead of Delta's ``txnAppId`` check, which rebuilds the table's snapshot state
-    (a few Spark jobs) on every batch. Returns whether it wrote.
+    (a few Spark jobs) on every batch. With ``log_checkpoint_commits``, the table's log
+    checkpoint is then due to :data:`LOG_CHECKPOINTS`. Returns whether it wrote.
     """
     if batch_written(path, app_ids=app_ids, batch_id=batch_id, checkpoint=checkpoint):
         return False
@@ -275,6 +300,7 @@ def write_once(
     if merge_schema:
         writer = writer.option("mergeSchema", "true")
     writer.save(str(path))
+    LOG_CHECKPOINTS.after_commit(df.sparkSession, path, log_checkpoint_commits)
     return True
 
 
@@ -365,6 +391,130 @@ def _batch_of(
     return batch, timestamp
 
 
+class LogCheckpoints:
+    """Writes the Delta log checkpoints of the tables eventlake's sinks commit to, on a
+    thread of its own, once ``lake.log_checkpoint_commits`` commits have gone by since the
+    table's newest checkpoint.
+
+    Delta writes a checkpoint inside the commit that reaches the table's
+    ``delta.checkpointInterval``: it rebuilds the snapshot from the log and writes it as
+    Parquet, 3-5 s on 2 cores that the batch waits for (a latency spike every 100th batch).
+    Sink tables eventlake creates carry :data:`NO_INLINE_CHECKPOINTS` instead, and this
+    thread checkpoints them (the checkpoint, ``_last_checkpoint``, then log cleanup) while
+    the next batches run: with delta-rs for a local table, with Delta's own
+    ``DeltaLog.checkpoint`` for a URI. Other tables keep Delta's inline checkpoints. A
+    checkpoint only speeds up reading the log: one cut short by a crash is written again
+    after the next commit.
+    """
+
+    def __init__(self) -> None:
+        self._due: dict[str, tuple[SparkSession, Location, int]] = {}
+        self._inline: set[str] = set()
+        self._busy = False
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def after_commit(self, spark: SparkSession, path: Location, every: int) -> None:
+        """The sink committed to the table at ``path``: checkpoint it if ``every`` (> 0)
+        commits have gone by since its newest checkpoint."""
+        if every <= 0 or str(path) in self._inline:
+            return
+        with self._cond:
+            self._due[str(path)] = (spark, path, every)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="eventlake-log-checkpoints", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the due checkpoints; whether all are done."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._due))
+                key = next(iter(self._due))
+                spark, path, every = self._due.pop(key)
+                self._busy = True
+            try:
+                self._checkpoint_if_due(spark, path, every)
+            except Exception as e:  # a stopped session, a dropped table
+                log.warning("Delta log checkpoint of %s failed: %s", path, e)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _checkpoint_if_due(self, spark: SparkSession, path: Location, every: int) -> None:
+        from eventlake.storage import filesystem
+
+        logdir = path / "_delta_log"
+        names = filesystem(logdir).list_names(logdir)
+        commits = [int(m.group(1)) for m in map(_COMMIT_FILE.match, names) if m]
+        checkpoints = [int(m.group(1)) for m in map(_CHECKPOINT_FILE.match, names) if m]
+        if not commits or max(commits) - max(checkpoints, default=0) < every:
+            return
+        if path.is_local:
+            try:
+                version = self._checkpoint_with_delta_rs(path)
+            except Exception as e:  # a table feature delta-rs does not write
+                log.info("delta-rs did not checkpoint %s (%s); Spark will", path, e)
+                version = self._checkpoint_with_spark(spark, path)
+        else:
+            version = self._checkpoint_with_spark(spark, path)
+        if version is None:
+            self._inline.add(str(path))
+        else:
+            log.info("Delta log checkpoint of %s at version %d", path, version)
+
+    @staticmethod
+    def _checkpoint_with_delta_rs(path: Location) -> int | None:
+        """A local table's checkpoint and log cleanup by delta-rs: tens of milliseconds,
+        where Spark's takes seconds of the cores the batches run on."""
+        from deltalake import DeltaTable
+
+        table = DeltaTable(str(path))
+        interval = table.metadata().configuration.get(CHECKPOINT_INTERVAL)
+        if interval != str(NO_INLINE_CHECKPOINTS):
+            return None
+        table.create_checkpoint()
+        table.cleanup_metadata()
+        return table.version()
+
+    @staticmethod
+    def _checkpoint_with_spark(spark: SparkSession, path: Location) -> int | None:
+        """Delta's own checkpoint (then ``_last_checkpoint`` and log cleanup), through
+        Spark's Hadoop filesystems and credentials: any URI."""
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        none = jvm.scala.Option.empty()
+        # A DeltaLog of its own (an option no filesystem reads keys it apart in Delta's
+        # cache): the sink's commits never wait on a snapshot this thread is computing.
+        options = jvm.java.util.HashMap()
+        options.put(_OWN_LOG_OPTION, "true")
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+            spark._jsparkSession,
+            jvm.org.apache.hadoop.fs.Path(str(path)),
+            jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(options),
+        )
+        snapshot = delta_log.update(False, none, none)
+        if delta_log.checkpointInterval(snapshot.metadata()) != NO_INLINE_CHECKPOINTS:
+            return None
+        spark.sparkContext.setLocalProperty(
+            "spark.job.description", f"eventlake: Delta log checkpoint of {path}"
+        )
+        delta_log.checkpoint(snapshot, none)
+        return int(snapshot.version())
+
+
+#: The process's one :class:`LogCheckpoints`.
+LOG_CHECKPOINTS = LogCheckpoints()
+
+
 @dataclass(frozen=True)
 class ToDelta(_LakeTable, Target):
     """Append the batch to ``<layer>/<table>``.
@@ -388,7 +538,8 @@ class ToDelta(_LakeTable, Target):
         if self.prepare is not None and self.schema is None:
             return
         path = ctx.table_path(self.layer, self.name)
-        ensure_delta_table(ctx.spark, path, self.schema or schema, self.partition_by)
+        interval = sink_checkpoint_interval(ctx)
+        ensure_delta_table(ctx.spark, path, self.schema or schema, self.partition_by, interval)
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         write_once(
@@ -399,6 +550,7 @@ class ToDelta(_LakeTable, Target):
             checkpoint=batch.ctx.checkpoint,
             partition_by=self.partition_by,
             merge_schema=self.merge_schema,
+            log_checkpoint_commits=batch.ctx.settings.lake.log_checkpoint_commits,
         )
 
 
@@ -433,14 +585,16 @@ class MergeDelta(_LakeTable, Target):
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         path = ctx.table_path(self.layer, self.name)
-        ensure_delta_table(ctx.spark, path, self.schema, self.partition_by)
+        interval = sink_checkpoint_interval(ctx)
+        ensure_delta_table(ctx.spark, path, self.schema, self.partition_by, interval)
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         from delta.tables import DeltaTable
 
         source = self.rows(df, batch)
         path = batch.ctx.table_path(self.layer, self.name)
-        ensure_delta_table(batch.spark, path, self.schema, self.partition_by)
+        interval = sink_checkpoint_interval(batch.ctx)
+        ensure_delta_table(batch.spark, path, self.schema, self.partition_by, interval)
         app_id = batch.app_id(self.target_id(batch.ctx))
         checkpoint = batch.ctx.checkpoint
         if batch_written(path, app_ids=(app_id,), batch_id=batch.batch_id, checkpoint=checkpoint):
@@ -448,3 +602,5 @@ class MergeDelta(_LakeTable, Target):
         with marked_commits(batch.spark, app_id, batch.batch_id):
             target = DeltaTable.forPath(batch.spark, str(path))
             self.build(target, source, batch).execute()
+        every = batch.ctx.settings.lake.log_checkpoint_commits
+        LOG_CHECKPOINTS.after_commit(batch.spark, path, every)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog, stream_id
+from eventlake.connectors.delta import write_once
 from eventlake.context import FlowContext
 from eventlake.durations import duration_ms
 from eventlake.errors import ErrorCode, EventlakeError, translate
@@ -211,7 +212,7 @@ def keep_late_rows(flow: PlannedFlow, batch: int) -> int:
     ctx, mark = _rebuilt(flow)
     late = judged(flow, mark, watermark_ms)
     layer, table = late_table(flow)
-    path = str(ctx.table_path(layer, table))
+    path = ctx.table_path(layer, table)
     app_id = f"eventlake-late:{flow.query_name}:{stream_id(flow.checkpoint)}"
     written: list[int] = []
 
@@ -220,14 +221,15 @@ def keep_late_rows(flow: PlannedFlow, batch: int) -> int:
 
         rows = df.select(F.lit(batch_id).cast("long").alias("batch_id"), "*").persist()
         try:
-            count, before = rows.count(), _version(path)
+            count = rows.count()
             if count == 0:
                 written.append(0)
                 return
-            writer = rows.write.format("delta").mode("append").option("txnAppId", app_id)
-            writer.option("txnVersion", str(batch_id)).save(path)
-            # Delta skips the append of a batch the table already has: no new version.
-            written.append(count if _version(path) > before else 0)
+            # The flow planned the batch before this replay: its commit, if any, is later.
+            wrote = write_once(
+                rows, path, app_ids=(app_id,), batch_id=batch_id, checkpoint=flow.checkpoint
+            )
+            written.append(count if wrote else 0)
         finally:
             rows.unpersist()
 
@@ -241,16 +243,6 @@ def keep_late_rows(flow: PlannedFlow, batch: int) -> int:
         query = apply_trigger(writer, ONCE).start()
         query.awaitTermination()
     return written[0] if written else 0
-
-
-def _version(path: str) -> int:
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    try:
-        return int(DeltaTable(path).version())
-    except TableNotFoundError:
-        return -1
 
 
 def _read_mark(checkpoint: Location) -> int | None:

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.checkpoints import CheckpointLog, Fingerprint, read_fingerprint, write_fingerprint
+from eventlake.config.loader import settings_from_dict
+from eventlake.connectors import DeltaOutput, KafkaInput
+from eventlake.connectors.kafka import kafka_records
+from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.kafka import produce
+from eventlake.pipelines import Pipeline
 from eventlake.processes import free_port
 from eventlake.storage import Location, filesystem
 from eventlake.storage.hadoop import HadoopStorage
-from eventlake.testing import unique_name
+from eventlake.testing import run_available_now, unique_name
 from eventlake.testing.hdfs import EmbeddedHdfs
 
 pytestmark = pytest.mark.integration
@@ -83,3 +90,37 @@ def test_an_unreachable_filesystem_is_el_storage_001(spark: SparkSession) -> Non
         conf.unset("ipc.client.connect.max.retries")
     assert raised.value.code == ErrorCode.STORAGE_UNAVAILABLE
     assert str(where) in str(raised.value)
+
+
+def test_a_sink_table_on_hdfs_gets_its_log_checkpoints_from_spark(
+    spark: SparkSession, hdfs: EmbeddedHdfs, bootstrap: str, make_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    topic = make_topic(partitions=1)
+    pipeline = Pipeline(unique_name("hdfs_ckpt").replace("-", "_"))
+
+    @pipeline.flow(input=KafkaInput(), output=DeltaOutput("bronze", "events"))
+    def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        return kafka_records(df)
+
+    root = Location(f"{hdfs.uri}/{unique_name('lake')}")
+    params = {"topic": topic, "max_offsets_per_trigger": 1}
+    settings = settings_from_dict({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "lake": {"root": str(root), "log_checkpoint_commits": 3},
+        "checkpoints": {"root": str(tmp_path / "checkpoints")},
+        "spark": {"master": "local[2]"},
+        "pipelines": {pipeline.name: params},
+    })  # fmt: skip
+    produce(bootstrap, topic, [(f"k{i}", f"v{i}") for i in range(7)])
+
+    run_available_now(pipeline, settings)
+
+    log = root / "bronze" / "events" / "_delta_log"
+    names = filesystem(log).list_names(log)
+    checkpoints = sorted(int(n[:20]) for n in names if n.endswith(".checkpoint.parquet"))
+    assert checkpoints  # versions 0-7: one at 3 or later, by Delta's checkpoint through Spark
+    assert checkpoints[0] >= 3
+    assert "_last_checkpoint" in names
+    table = spark.read.format("delta").load(str(root / "bronze" / "events"))
+    assert sorted(r.key for r in table.select("key").collect()) == [f"k{i}" for i in range(7)]

@@ -135,3 +135,12 @@ def test_missing_environment_variable(tmp_path: Path) -> None:
         load_settings(cfg)
     assert info.value.code == ErrorCode.CONFIG_MISSING_ENV
     assert "EL_TEST_SURELY_UNSET_VAR" in str(info.value)
+
+
+def test_log_checkpoint_commits_is_a_count() -> None:
+    assert load_settings(None, []).lake.log_checkpoint_commits == 100
+    assert load_settings(None, ["lake.log_checkpoint_commits=0"]).lake.log_checkpoint_commits == 0
+    with pytest.raises(EventlakeError) as info:
+        load_settings(None, ["lake.log_checkpoint_commits=-1"])
+    assert info.value.code == ErrorCode.CONFIG_INVALID_VALUE
+    assert "lake.log_checkpoint_commits" in str(info.value)

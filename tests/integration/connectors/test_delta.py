@@ -4,6 +4,7 @@ mode; tables read back with delta-rs."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from deltalake import DeltaTable as RsDeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.checkpoints import CheckpointLog
+from eventlake.config import Settings
 from eventlake.connectors import (
     BatchContext,
     DeltaInput,
@@ -369,3 +371,64 @@ def test_a_batch_written_by_deltas_own_streaming_sink_is_not_written_again(
 
     keys = read_delta(out).column("key").to_pylist()
     assert sorted(keys) == sorted(f"k{i}" for i in range(55))
+
+
+def _log_checkpoints(table: Path) -> list[int]:
+    """The versions of the table's Delta log checkpoints, from the log's file names."""
+    names = [p.name for p in (table / "_delta_log").iterdir()]
+    return sorted(int(n[:20]) for n in names if ".checkpoint" in n and n.endswith(".parquet"))
+
+
+def _every(settings: Settings, commits: int) -> Settings:
+    lake = settings.lake.model_copy(update={"log_checkpoint_commits": commits})
+    return settings.model_copy(update={"lake": lake})
+
+
+def test_sink_tables_get_log_checkpoints_off_the_batch(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=1)
+    pipeline = _bronze_pipeline()
+    params = {"topic": topic, "max_offsets_per_trigger": 1}
+    settings = _every(settings_for(tmp_path, bootstrap, **{pipeline.name: params}), 5)
+    produce(bootstrap, topic, [(f"k{i}", f"v{i}") for i in range(12)])
+
+    run_available_now(pipeline, settings)
+
+    out = tmp_path / "lake" / "bronze" / "events"
+    table = RsDeltaTable(str(out))
+    assert table.version() == 12  # the table's creation, then a commit per record
+    # Delta's inline checkpoint never comes due; eventlake's came after 5 commits or more.
+    assert table.metadata().configuration["delta.checkpointInterval"] == str(2**31 - 1)
+    checkpoints = _log_checkpoints(out)
+    assert checkpoints
+    assert checkpoints[0] >= 5
+    assert len(checkpoints) <= 12 // 5
+    assert all(b - a >= 5 for a, b in itertools.pairwise(checkpoints))
+    last = json.loads((out / "_delta_log" / "_last_checkpoint").read_text())
+    assert last["version"] == checkpoints[-1]
+    # Both readers start from the checkpoint and see every row once.
+    assert sorted(r["key"] for r in read_delta(out).to_pylist()) == sorted(
+        f"k{i}" for i in range(12)
+    )
+    assert spark.read.format("delta").load(str(out)).count() == 12
+
+
+def test_a_table_with_its_own_interval_keeps_deltas_inline_checkpoints(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=1)
+    pipeline = _bronze_pipeline()
+    params = {"topic": topic, "max_offsets_per_trigger": 1}
+    settings = settings_for(tmp_path, bootstrap, **{pipeline.name: params})
+    produce(bootstrap, topic, [("k0", "v0")])
+    run_available_now(pipeline, _every(settings, 0))  # creates the table: Delta's interval
+    out = tmp_path / "lake" / "bronze" / "events"
+    assert RsDeltaTable(str(out)).metadata().configuration["delta.checkpointInterval"] == "100"
+
+    produce(bootstrap, topic, [(f"k{i}", f"v{i}") for i in range(1, 8)])
+    run_available_now(pipeline, _every(settings, 3))
+
+    assert RsDeltaTable(str(out)).version() == 8
+    assert _log_checkpoints(out) == []  # its 100th commit is Delta's to checkpoint
+    assert len(read_delta(out)) == 8
