@@ -320,7 +320,7 @@ def measure_latency(bootstrap: str, root: Path) -> dict[str, Any]:
     r["markdown"] = [
         title,
         "",
-        f"{r['rate']} events/s for {r['seconds']} s, after {r.get('warmup_seconds', 0)} s "
+        f"{r['rate']} events/s for {r['seconds']} s, after {r['warmup_seconds']} s "
         "at that rate to warm up: half the sustainable "
         f"{r['sustainable_rows_per_second']} rows/s (bronze catch-up, shipped defaults); "
         "trigger `0 seconds`.",
