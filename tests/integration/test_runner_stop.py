@@ -26,12 +26,23 @@ def _logged(folder: Path) -> set[str]:
     return {p.name for p in folder.glob("[0-9]*")}
 
 
-def test_graceful_stop_finishes_the_running_batch(spark: SparkSession, tmp_path: Path) -> None:
+def test_graceful_stop_finishes_the_running_batch(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[tuple[int, str]] = []
+    marked = threading.Event()
+
+    def mark(q: StreamingQuery) -> Any | None:
+        thread = _end_after_current_batch(q)
+        marked.set()
+        return thread
+
+    monkeypatch.setattr(runner, "_end_after_current_batch", mark)
 
     def slow(df: DataFrame, batch_id: int) -> None:
         seen.append((batch_id, "start"))
-        time.sleep(3)
+        if batch_id == 1:  # still running when the stop comes; it ends only after that
+            assert marked.wait(timeout=60)
         seen.append((batch_id, "end"))
 
     checkpoint = tmp_path / "cp"
@@ -47,6 +58,7 @@ def test_graceful_stop_finishes_the_running_batch(spark: SparkSession, tmp_path:
     finally:
         query.stop()
     assert query.exception() is None
+    assert marked.is_set()
     # Batch 1 was running when the stop came: it ran to its end and committed, and no
     # batch started after it.
     assert seen[-1] == (1, "end")
