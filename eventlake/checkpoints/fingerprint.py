@@ -1,8 +1,9 @@
 """The plan fingerprint: what a flow's checkpoint was written by.
 
 Written as ``<checkpoint>/eventlake-flow.json`` when a flow first starts; compared before
-every later start (rule EL-V006), because a checkpoint's offsets and state only make sense
-to the plan that wrote them.
+every later start (rules EL-V006 and EL-W110), because a checkpoint's offsets and state only
+make sense to the plan that wrote them. A later start records the sink, output mode and
+watermarks it runs with, so a change EL-W110 warned of is warned of once.
 """
 
 from __future__ import annotations
@@ -44,9 +45,22 @@ def read_fingerprint(checkpoint: Location | Path) -> dict[str, Any] | None:
     return data
 
 
+#: What a flow may change and still resume (EL-W110's changes): recorded by every start.
+RESULT_FIELDS = ("sink", "output_mode", "watermarks")
+
+
 def write_fingerprint(checkpoint: Location | Path, fingerprint: Fingerprint) -> None:
-    """Record ``fingerprint`` unless the checkpoint already has one."""
+    """Record ``fingerprint`` on a checkpoint that has none; on one that has, record its
+    :data:`RESULT_FIELDS` (the run resumes with them, so they are the checkpoint's from
+    now on). The source and the stateful operators stay as first recorded: they decide
+    whether the checkpoint can resume at all (EL-V006)."""
     mark = Location(checkpoint) / FINGERPRINT
     fs = filesystem(mark)
+    now = fingerprint.as_dict()
     if not fs.exists(mark):
-        fs.write_text(mark, json.dumps(fingerprint.as_dict(), indent=2))
+        fs.write_text(mark, json.dumps(now, indent=2))
+        return
+    recorded = json.loads(fs.read_text(mark))
+    updated = {**recorded, **{key: now[key] for key in RESULT_FIELDS}}
+    if updated != recorded:
+        fs.write_text(mark, json.dumps(updated, indent=2))

@@ -71,11 +71,19 @@ def test_a_streaming_checkpoint_on_hdfs_is_read_by_the_checkpoint_log(
     assert log.planned == log.committed
     assert log.last_committed is not None
     assert log.in_flight is None
-    # The fingerprint is written once and read back from HDFS.
+    # The fingerprint is written once; a later start records only what it may change
+    # (sink, output mode, watermarks). Read back from HDFS.
     mark = Fingerprint("p.f", "rate", "delta", "append", ())
     write_fingerprint(checkpoint, mark)
-    write_fingerprint(checkpoint, Fingerprint("other", "x", "y", "append", ()))
-    assert read_fingerprint(checkpoint) == mark.as_dict()
+    write_fingerprint(checkpoint, Fingerprint("other", "x", "y", "update", ("d",), ("ts 5",)))
+    assert read_fingerprint(checkpoint) == {
+        "flow": "p.f",
+        "source": "rate",
+        "sink": "y",
+        "output_mode": "update",
+        "stateful": [],
+        "watermarks": ["ts 5"],
+    }
 
 
 def test_an_unreachable_filesystem_is_el_storage_001(spark: SparkSession) -> None:

@@ -18,6 +18,7 @@ from eventlake.errors import EventlakeError
 from eventlake.kafka import produce
 from eventlake.pipelines import Pipeline
 from eventlake.testing import read_delta, run_available_now, settings_for
+from eventlake.validation import check_pipeline
 from eventlake.validation.upgrade import upgrade_verdicts
 
 pytestmark = pytest.mark.integration
@@ -80,5 +81,21 @@ def test_upgrade_verdicts_and_run_refusing_what_cannot_resume(
     assert "EL-V006" in str(refused.value)
     assert "(order_id) -> (order_id, user_id)" in str(refused.value)
     assert "eventlake checkpoint reset upgrading.silver --yes" in str(refused.value)
-    # A new watermark delay is a warning: the run goes ahead.
+    # A new watermark delay is a warning: the run goes ahead, and records the delay it
+    # resumed with, so the warning is not given again and the old delay is now the change.
     run_available_now(_orders(["order_id"], delay="20 minutes"), settings)
+    assert _verdict(spark, _orders(["order_id"], delay="20 minutes"), settings) == (
+        "resumes safely",
+        "",
+    )
+    outcome, why = _verdict(spark, _orders(["order_id"]), settings)
+    assert (outcome, why) == (
+        "resumes, changes results",
+        "watermark ts 20 minutes -> ts 10 minutes",
+    )
+    _, report = check_pipeline(_orders(["order_id"], delay="20 minutes"), settings, spark)
+    assert [f.code for f in report.findings if f.code == "EL-W110"] == []
+    # What decides whether it can resume at all stays as the checkpoint was written.
+    outcome, why = _verdict(spark, _orders(["order_id", "user_id"], delay="20 minutes"), settings)
+    assert outcome == "cannot resume"
+    assert why == "state key of dedupeWithinWatermark changed: (order_id) -> (order_id, user_id)"

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eventlake.checkpoints import CheckpointLog
+from eventlake.checkpoints import (
+    FINGERPRINT,
+    CheckpointLog,
+    Fingerprint,
+    read_fingerprint,
+    write_fingerprint,
+)
 
 
 def _log(root: Path, kind: str, *ids: int) -> None:
@@ -24,3 +30,22 @@ def test_in_flight_is_the_planned_batch_without_a_commit(tmp_path: Path) -> None
     assert log.in_flight == 2
     _log(tmp_path, "commits", 2)
     assert log.in_flight is None
+
+
+def test_a_later_start_records_only_what_a_flow_may_change(tmp_path: Path) -> None:
+    first = Fingerprint("p.f", "kafka:t", "delta:silver/x", "append", ("dedupe",), ("ts 10",))
+    write_fingerprint(tmp_path, first)
+    assert read_fingerprint(tmp_path) == first.as_dict()
+    later = Fingerprint("p.f", "kafka:u", "delta:silver/y", "update", (), ("ts 20",))
+    write_fingerprint(tmp_path, later)
+    assert read_fingerprint(tmp_path) == {
+        "flow": "p.f",
+        "source": "kafka:t",
+        "sink": "delta:silver/y",
+        "output_mode": "update",
+        "stateful": ["dedupe"],
+        "watermarks": ["ts 20"],
+    }
+    written = (tmp_path / FINGERPRINT).stat().st_mtime_ns
+    write_fingerprint(tmp_path, later)  # nothing changed: the file is left as it is
+    assert (tmp_path / FINGERPRINT).stat().st_mtime_ns == written
