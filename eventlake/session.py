@@ -38,6 +38,10 @@ SUBMIT_GATEWAY_ENV = "PYSPARK_GATEWAY_PORT"
 FS_CHECKPOINT_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
+#: The HDFS client's wait before it asks the NameNode again to complete a file it closed
+#: (Hadoop's default 400 ms, doubling, 5 times: ~12.4 s in all), and how many times it asks.
+HDFS_COMPLETE_DELAY = "spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms"
+HDFS_COMPLETE_RETRIES = "spark.hadoop.dfs.client.block.write.locateFollowingBlock.retries"
 _lock = threading.Lock()
 
 
@@ -65,6 +69,12 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     # 1-5 s. Sink tables leave theirs to eventlake's LogCheckpoints, off the batch's path;
     # other new tables checkpoint every 100 commits.
     conf[CHECKPOINT_INTERVAL] = "100"
+    # A file closed on HDFS is complete once the DataNodes' report of its last block reaches
+    # the NameNode; asked before that, the NameNode says "not yet" and the client waits
+    # 400 ms: every checkpoint and log file of a batch took ~0.4 s to write. Ask again
+    # after 50 ms, doubling, 8 times: the same ~12.75 s before the close fails.
+    conf[HDFS_COMPLETE_DELAY] = "50"
+    conf[HDFS_COMPLETE_RETRIES] = "8"
     if _on_loopback(spark.master):
         # A cluster on this machine (``eventlake cluster start``) reaches the driver there.
         conf["spark.driver.host"] = "127.0.0.1"

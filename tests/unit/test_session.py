@@ -6,7 +6,14 @@ from pathlib import Path
 import pytest
 
 from eventlake.config import SparkSettings
-from eventlake.session import ROCKSDB_PROVIDER, effective_conf, local_cores, spark_conf
+from eventlake.session import (
+    HDFS_COMPLETE_DELAY,
+    HDFS_COMPLETE_RETRIES,
+    ROCKSDB_PROVIDER,
+    effective_conf,
+    local_cores,
+    spark_conf,
+)
 
 JARS = [Path("/j/delta.jar"), Path("/j/kafka.jar")]
 
@@ -21,6 +28,8 @@ def test_local_defaults() -> None:
     assert conf["spark.sql.shuffle.partitions"] == str(len(os.sched_getaffinity(0)))
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.databricks.delta.properties.defaults.checkpointInterval"] == "100"
+    assert conf[HDFS_COMPLETE_DELAY] == "50"
+    assert conf[HDFS_COMPLETE_RETRIES] == "8"
     assert "spark.jars.packages" not in conf
 
 
@@ -33,6 +42,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert "spark.sql.shuffle.partitions" not in conf
     assert conf["spark.sql.session.timeZone"] == "CET"
     assert "spark.driver.host" not in conf
+    assert conf[HDFS_COMPLETE_DELAY] == "50"  # a lake on HDFS is used with any master
 
 
 def test_a_cluster_on_this_machine_reaches_the_driver_on_loopback() -> None:
