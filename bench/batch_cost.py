@@ -48,7 +48,7 @@ def stateful(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """The golden query: a watermarked sliding-window count."""
     from bench.golden import golden_counts
 
-    return golden_counts(df, ctx.params.json_decoder)
+    return golden_counts(ctx, df, ctx.params.json_decoder)
 
 
 def _run(bootstrap: str, root: Path, overrides: list[str]) -> dict[str, Any]:

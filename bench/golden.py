@@ -50,12 +50,18 @@ def parsed(df: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
     return text.select(*FIELDS[:-1], F.col("event_time").cast("timestamp"))
 
 
-def golden_counts(df: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
+def golden_counts(ctx: FlowContext, df: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
     """The golden query on Kafka rows: events per user and 10-minute window sliding 5."""
     from pyspark.sql import functions as F
 
     counts = windowed(
-        parsed(df, decoder), "event_time", "10 minutes", "10 minutes", "user_id", slide="5 minutes"
+        ctx,
+        parsed(df, decoder),
+        "event_time",
+        "10 minutes",
+        "10 minutes",
+        "user_id",
+        slide="5 minutes",
     )
     return flatten_window(counts.agg(F.count("*").alias("events")))
 
@@ -63,7 +69,7 @@ def golden_counts(df: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
 @golden.flow(input=KafkaInput(), output=DeltaOutput("gold", "events_agg"))
 def events_agg(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Events per user and sliding window, each written once, when the watermark passes it."""
-    return golden_counts(df, ctx.params.json_decoder)
+    return golden_counts(ctx, df, ctx.params.json_decoder)
 
 
 def events(n: int, seed: int = 1) -> Iterator[tuple[str, str, datetime]]:

@@ -67,7 +67,7 @@ def windows(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
     from bench.golden import parsed
 
-    counts = windowed(parsed(df), "event_time", "0 seconds", WINDOW, "user_id")
+    counts = windowed(ctx, parsed(df), "event_time", "0 seconds", WINDOW, "user_id")
     return flatten_window(counts.agg(F.count("*").alias("events")))
 
 

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from eventlake.config import Settings
 from eventlake.config.params import PipelineParams
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.scope import RunScope
 from eventlake.storage import Location
 from eventlake.triggers import is_micro_batch
+from eventlake.watermarks import WatermarkRecorder
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -106,6 +108,10 @@ class FlowContext(FlowConfig):
     trigger: str = ""
     #: The flow's inputs (the main one first), as declared.
     sources: tuple[Source, ...] = ()
+    #: The run the flow belongs to: its services and what its outputs hold open.
+    run: RunScope = field(default_factory=RunScope, compare=False)
+    #: The watermarks this build of the transform declares (one recorder per context).
+    watermarks: WatermarkRecorder = field(default_factory=WatermarkRecorder, compare=False)
 
     @classmethod
     def of(
@@ -115,10 +121,18 @@ class FlowContext(FlowConfig):
         streams: Mapping[str, DataFrame] | None = None,
         trigger: str = "",
         sources: tuple[Source, ...] = (),
+        run: RunScope | None = None,
+        watermarks: WatermarkRecorder | None = None,
     ) -> FlowContext:
+        """A context for ``config``; ``run`` defaults to the run of ``config`` when that
+        is a context already, else a run of its own (a plan that never runs). Each context
+        records its own watermarks (``watermarks``, else a new recorder)."""
         given = {f.name: getattr(config, f.name) for f in fields(FlowConfig)}
+        if run is None:
+            run = config.run if isinstance(config, FlowContext) else RunScope()
         return cls(**given, spark=spark, streams=dict(streams or {}), trigger=trigger,
-                   sources=sources)  # fmt: skip
+                   sources=sources, run=run,
+                   watermarks=watermarks or WatermarkRecorder())  # fmt: skip
 
     def stream(self, role: str) -> DataFrame:
         """The further input ``role`` declared with ``@flow(inputs={role: ...})``."""
@@ -138,8 +152,15 @@ class FlowContext(FlowConfig):
 
         With ``pipelines.<p>.idle_timeout`` and a micro-batch trigger, the watermark
         also follows the clock while the flow's Kafka input is caught up and quiet
-        (:mod:`eventlake.transforms.heartbeat`).
+        (:mod:`eventlake.transforms.heartbeat`). The watermark, and the grouping of the
+        frame returned, are recorded (:attr:`watermarks`): late rows, ``verify`` and the
+        lateness report judge by them.
         """
+        return self.watermarks.watermark(
+            df, column, delay, lambda before: self._watermarked(before, column, delay)
+        )
+
+    def _watermarked(self, df: DataFrame, column: str, delay: str) -> DataFrame:
         timeout = self.params.idle_timeout
         # Every micro-batch trigger gets the heartbeats (an available-now run resumes the
         # checkpoint of an interval run): the query's sources never change with the trigger.

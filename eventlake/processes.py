@@ -1,5 +1,6 @@
-"""Background JVMs eventlake starts (Kafka brokers, a Spark standalone cluster): ports,
-pid files checked against the process's command line, Java, and stopping."""
+"""Background processes eventlake starts (Kafka brokers, a Spark standalone cluster, the
+tests' HDFS): ports, pid files checked against the process's command line, Java,
+launching, waiting until ready, stopping; :class:`ManagedProcess` holds them together."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from eventlake.errors import ErrorCode, EventlakeError
@@ -106,3 +109,90 @@ def stop_pid_file(pid_file: Path, marker: str, *, timeout: float) -> bool:
         stop_pid(pid, timeout=timeout)
     pid_file.unlink(missing_ok=True)
     return pid is not None
+
+
+class ManagedProcess:
+    """One background process eventlake starts and finds again from another call: its pid
+    file (trusted only while the process's command line holds ``marker``), its log, a
+    launch detached from the caller's session, a bounded wait until it is ready, a stop
+    (SIGTERM, then SIGKILL) and the tail of its log for errors.
+
+    ``failed`` is the error code a start that exits or stays mute raises; ``fix`` says
+    what to do then.
+    """
+
+    def __init__(
+        self, name: str, *, pid_file: Path, marker: str, log_file: Path,
+        failed: ErrorCode, fix: str,
+    ) -> None:  # fmt: skip
+        self.name = name
+        self.pid_file = pid_file
+        self.marker = marker
+        self.log_file = log_file
+        self.failed = failed
+        self.fix = fix
+
+    def pid(self) -> int | None:
+        """The pid of the running process, or None."""
+        return running_pid(self.pid_file, self.marker)
+
+    def launch(
+        self, cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``cmd`` in the background (its output appended to the log) and record
+        its pid; it outlives the caller until :meth:`stop`."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("ab") as out:
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=cwd, env=env,
+            )  # fmt: skip
+        self.pid_file.write_text(str(proc.pid))
+        return proc
+
+    def await_ready(
+        self,
+        ready: Callable[[], bool],
+        procs: list[subprocess.Popen[bytes]],
+        *,
+        timeout: float,
+        where: str,
+        on_failure: Callable[[], object] | None = None,
+    ) -> None:
+        """Return once ``ready()``; the ``failed`` error when one of ``procs`` exits first
+        (with the log's last lines) or ``timeout`` passes (``on_failure``, else this
+        process's :meth:`stop`, runs first)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for proc in procs:
+                if proc.poll() is not None:
+                    (on_failure or self.stop)()
+                    raise EventlakeError(
+                        self.failed,
+                        f"{self.name} exited with code {proc.returncode} during start. "
+                        f"Last log lines:\n{self.tail()}",
+                        expected=f"{self.name} answering {where}",
+                        fix=self.fix,
+                    )
+            if ready():
+                return
+            time.sleep(0.25)
+        (on_failure or self.stop)()
+        raise EventlakeError(
+            self.failed,
+            f"{self.name} did not answer {where} within {timeout:.0f}s.",
+            fix=f"{self.fix}; the machine may be overloaded",
+        )
+
+    def stop(self, *, timeout: float = 30.0) -> bool:
+        """Stop it (SIGTERM, then SIGKILL after ``timeout``); False when it was not
+        running. Safe to call any number of times."""
+        return stop_pid_file(self.pid_file, self.marker, timeout=timeout)
+
+    def tail(self, lines: int = 15, *more: Path) -> str:
+        """The last ``lines`` lines of its log (and of the files ``more``)."""
+        texts: list[str] = []
+        for f in (self.log_file, *more):
+            if f.is_file():
+                texts.extend(f.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(texts[-lines:])

@@ -12,15 +12,15 @@ from pathlib import Path
 
 from eventlake.config import Settings
 from eventlake.monitoring import ProgressListener
+from eventlake.operations.late_rows import LateKeeper
+from eventlake.operations.run_monitor import RunMonitor
 from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import Plan, build_plan, check_flow_names
 from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topics
+from eventlake.scope import RunScope
 from eventlake.session import get_spark
 from eventlake.validation import Report, check_pipeline, require_valid
-
-#: How long a run's end waits for a Delta log checkpoint under way (seconds).
-LOG_CHECKPOINT_WAIT = 60.0
 
 #: Called once the plan is built (and checked, with its report), before any query starts.
 OnPlan = Callable[[Plan, Report | None], None]
@@ -57,17 +57,20 @@ def run_pipeline(
     check_flow_names(pipeline, flows)
     preflight_topics(pipeline, pipeline.configs(settings), flows)
     spark = get_spark(settings)
-    report: Report | None = None
-    if validate:
-        plan, report = check_pipeline(pipeline, settings, spark, flows=flows, trigger=trigger)
-    else:
-        plan = build_plan(pipeline, settings, spark, flows=flows, trigger=trigger)
-    if on_plan is not None:
-        on_plan(plan, report)
-    if report is not None:
-        require_valid(report)
-    port = metrics_port if metrics_port is not None else settings.metrics.port
-    return run_plan(plan, stop=stop, listener=listener, metrics_port=port, on_serve=on_serve)
+    with RunScope() as run:
+        report: Report | None = None
+        if validate:
+            plan, report = check_pipeline(
+                pipeline, settings, spark, flows=flows, trigger=trigger, run=run
+            )
+        else:
+            plan = build_plan(pipeline, settings, spark, flows=flows, trigger=trigger, run=run)
+        if on_plan is not None:
+            on_plan(plan, report)
+        if report is not None:
+            require_valid(report)
+        port = metrics_port if metrics_port is not None else settings.metrics.port
+        return run_plan(plan, stop=stop, listener=listener, metrics_port=port, on_serve=on_serve)
 
 
 def run_plan(
@@ -78,19 +81,19 @@ def run_plan(
     metrics_port: int | None = None,
     on_serve: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """Run ``plan`` with a progress listener and the run's monitor for its duration."""
-    from eventlake.connectors.delta import LOG_CHECKPOINTS
-    from eventlake.operations.late import LateKeeper
-    from eventlake.operations.monitor import RunMonitor
-
+    """Run ``plan`` with a progress listener, the run's monitor and late-row keeper for
+    its duration; the plan's run scope is closed at the end (its services drained)."""
     spark = plan.flows[0].ctx.spark
     own = listener is None
     listener = listener or ProgressListener()
     spark.streams.addListener(listener)
     runner = PipelineRunner(plan, listener)
     host = plan.flows[0].ctx.settings.metrics.host
-    monitor = RunMonitor(plan, listener, port=metrics_port, host=host, running=runner.active)
-    keeper = LateKeeper(plan.chosen(), listener, metrics=monitor.metrics)
+    run = plan.run
+    monitor = run.add_service(
+        RunMonitor(plan, listener, port=metrics_port, host=host, running=runner.active)
+    )
+    keeper = run.add_service(LateKeeper(plan.chosen(), listener, metrics=monitor.metrics))
     try:
         monitor.start()
         keeper.start()
@@ -101,10 +104,9 @@ def run_plan(
         result.late_rows_kept = dict(keeper.kept)
         return result
     finally:
-        keeper.close()
-        # A log checkpoint cut short at exit is redone later; one about done is let finish.
-        LOG_CHECKPOINTS.drain(LOG_CHECKPOINT_WAIT)
-        monitor.close()
+        # Newest first: the log checkpoints (one about done is let finish; one cut short
+        # is redone by a later run), the late keeper, then the monitor.
+        run.close()
         spark.streams.removeListener(listener)
         if own:
             listener.close()

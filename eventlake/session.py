@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
-CHECKPOINT_INTERVAL = "spark.databricks.delta.properties.defaults.checkpointInterval"
+DEFAULT_CHECKPOINT_INTERVAL_CONF = "spark.databricks.delta.properties.defaults.checkpointInterval"
 #: Set by spark-submit for the Python driver it starts (the port of its JVM's gateway).
 SUBMIT_GATEWAY_ENV = "PYSPARK_GATEWAY_PORT"
 FS_CHECKPOINT_MANAGER = (
@@ -68,7 +68,7 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     # A Delta checkpoint written inside a commit (every 10 by default) stalls that commit for
     # 1-5 s. Sink tables leave theirs to eventlake's LogCheckpoints, off the batch's path;
     # other new tables checkpoint every 100 commits.
-    conf[CHECKPOINT_INTERVAL] = "100"
+    conf[DEFAULT_CHECKPOINT_INTERVAL_CONF] = "100"
     # A file closed on HDFS is complete once the DataNodes' report of its last block reaches
     # the NameNode; asked before that, the NameNode says "not yet" and the client waits
     # 400 ms: every checkpoint and log file of a batch took ~0.4 s to write. Ask again

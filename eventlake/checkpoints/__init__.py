@@ -8,10 +8,11 @@ from eventlake.checkpoints.fingerprint import (
     read_fingerprint,
     write_fingerprint,
 )
-from eventlake.checkpoints.log import CheckpointLog, stream_id
+from eventlake.checkpoints.log import BatchRead, CheckpointLog, stream_id
 
 __all__ = [
     "FINGERPRINT",
+    "BatchRead",
     "CheckpointLog",
     "Fingerprint",
     "read_fingerprint",

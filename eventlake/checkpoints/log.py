@@ -39,6 +39,21 @@ def stream_id(checkpoint: Location | Path) -> str:
 
 
 @dataclass(frozen=True)
+class BatchRead:
+    """What one planned micro-batch of a Kafka-fed query read, from its offsets entry."""
+
+    batch_id: int
+    #: The event-time watermark the batch ran with (epoch ms; 0: none yet).
+    watermark_ms: int
+    #: ``(topic, partition) -> (first offset, end offset)`` the batch read.
+    ranges: dict[tuple[str, int], tuple[int, int]]
+
+    def holds(self, topic: str, partition: int, offset: int) -> bool:
+        first, end = self.ranges.get((topic, partition), (0, 0))
+        return first <= offset < end
+
+
+@dataclass(frozen=True)
 class CheckpointLog:
     root: Location
 
@@ -90,3 +105,22 @@ class CheckpointLog:
     def source_offsets(self, batch: int, source: int = 0) -> Any:
         """Where source number ``source`` ends in batch ``batch``, as Spark logged it."""
         return self.sources(batch)[source]
+
+    def batch_reads(self, source: int = 0, through: int | None = None) -> list[BatchRead]:
+        """Each planned batch (up to ``through``) with the Kafka offset ranges source
+        number ``source`` read in it: from where the batch before ended (0 for the
+        first) to where it ends."""
+        done: dict[tuple[str, int], int] = {}
+        reads = []
+        for batch in self.planned:
+            if through is not None and batch > through:
+                break
+            ends = {
+                (topic, int(p)): int(end)
+                for topic, parts in (self.source_offsets(batch, source) or {}).items()
+                for p, end in parts.items()
+            }
+            ranges = {tp: (done.get(tp, 0), end) for tp, end in ends.items()}
+            done.update(ends)
+            reads.append(BatchRead(batch, self.watermark_ms(batch), ranges))
+        return reads

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from eventlake.cli.cluster import cluster_app
+from eventlake.cli.connectors import connectors
 from eventlake.cli.generate import generate_app
 from eventlake.cli.kafka import kafka_app
 from eventlake.cli.operations import checkpoint_app, lateness, status, upgrade_check, verify
@@ -35,6 +36,7 @@ app.command("status")(status)
 app.command("lateness")(lateness)
 app.command("upgrade-check")(upgrade_check)
 app.command("verify")(verify)
+app.command("connectors")(connectors)
 app.add_typer(checkpoint_app, name="checkpoint")
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from eventlake.cli.pipelines import ModuleOpt, _registry
+from eventlake.cli.pipelines import ModuleOpt, load_registry
 from eventlake.cli.state import CliState
 from eventlake.config import Settings
 from eventlake.errors import ErrorCode, EventlakeError
@@ -89,7 +89,7 @@ def status(
 
     _check_format(output)
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     root = _checkpoints_root(settings)
     if pipeline_name is not None:
         names = [registry.get(pipeline_name).name]
@@ -174,7 +174,7 @@ def checkpoint_show(
 
     _check_format(output)
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     pipeline, flow = _flow(registry, target)
     config = pipeline.configs(settings)[flow]
     _checkpoints_root(settings)
@@ -243,7 +243,7 @@ def checkpoint_reset(
     from eventlake.operations.status import live_run
 
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     pipeline, flow = _flow(registry, target)
     config = pipeline.configs(settings)[flow]
     spec = pipeline.flows[flow]
@@ -286,12 +286,12 @@ def lateness(
     """How late the flow's input arrives (event time behind the newest seen before it),
     as quantiles and a histogram, with the watermark delay that would keep 99% / 99.9% of
     records and what the configured delay drops. Reads the flow's inputs as they are now."""
-    from eventlake.operations.lateness import measure_lateness
+    from eventlake.operations.lateness_report import measure_lateness
     from eventlake.session import get_spark
 
     _check_format(output)
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     pipeline, flow = _flow(registry, target)
     results = measure_lateness(pipeline, flow, settings, get_spark(settings))
     if output == "json":
@@ -336,7 +336,7 @@ def upgrade_check(
 
     _check_format(output)
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     pipeline = registry.get(pipeline_name)
     pipeline.parse_params(settings.pipelines.get(pipeline.name))
     verdicts = upgrade_verdicts(pipeline, settings, get_spark(settings))
@@ -369,7 +369,7 @@ def verify(
 
     _check_format(output)
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     pipeline, flow = _flow(registry, target)
     result = verify_flow(pipeline, flow, settings, get_spark(settings), rows=rows)
     if output == "json":

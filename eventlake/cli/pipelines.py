@@ -25,7 +25,9 @@ ModuleOpt = Annotated[
 ]
 
 
-def _registry(state: CliState, modules: list[Path] | None) -> tuple[Settings, Registry]:
+def load_registry(state: CliState, modules: list[Path] | None) -> tuple[Settings, Registry]:
+    """The CLI's settings and the pipelines its ``--module`` files (and the shipped ones)
+    declare."""
     settings = state.settings()
     registry = load_pipelines(modules or ())
     unknown = sorted(set(settings.pipelines) - set(registry.names()))
@@ -43,7 +45,7 @@ def _registry(state: CliState, modules: list[Path] | None) -> tuple[Settings, Re
 def list_pipelines(ctx: typer.Context, module: ModuleOpt = None) -> None:
     """List pipelines and their flows in run order."""
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     lines = []
     for name in registry.names():
         pipeline = registry.get(name)
@@ -103,7 +105,7 @@ def validate(
     from eventlake.validation import check_pipeline
 
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     if all_pipelines == (pipeline_name is not None):
         raise EventlakeError(
             ErrorCode.CONFIG_INVALID_VALUE,
@@ -175,7 +177,7 @@ def run(
     from eventlake.run import run_pipeline
 
     state: CliState = ctx.obj
-    settings, registry = _registry(state, module)
+    settings, registry = load_registry(state, module)
     console = Console(stderr=True)
 
     def show(plan: Plan, report: Report | None) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -20,14 +19,7 @@ from typing import Any
 
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.paths import state_dir
-from eventlake.processes import (
-    HOST,
-    free_port,
-    java_executable,
-    port_open,
-    running_pid,
-    stop_pid_file,
-)
+from eventlake.processes import HOST, ManagedProcess, free_port, java_executable, port_open
 
 DEFAULT_PORT = 7077
 DEFAULT_UI_PORT = 8080
@@ -137,11 +129,19 @@ class SparkStandaloneCluster:
     def _properties(self, name: str) -> Path:
         return self.data_dir / f"{name}.properties"
 
-    def _pid_file(self, name: str) -> Path:
-        return self.data_dir / f"{name}.pid"
+    def process(self, name: str) -> ManagedProcess:
+        """The master's (``master``) or a worker's (``worker-N``) process."""
+        return ManagedProcess(
+            f"the Spark {name}",
+            pid_file=self.data_dir / f"{name}.pid",
+            marker=str(self._properties(name)),
+            log_file=self.log_file(name),
+            failed=ErrorCode.CLUSTER_START_FAILED,
+            fix=f"read the logs in {self.data_dir / 'logs'}",
+        )
 
     def _pid(self, name: str) -> int | None:
-        return running_pid(self._pid_file(name), str(self._properties(name)))
+        return self.process(name).pid()
 
     def _meta(self) -> dict[str, Any]:
         """``cluster.json``: the shape and ports the folder was created with ({} if new)."""
@@ -198,38 +198,14 @@ class SparkStandaloneCluster:
         if "JAVA_HOME" not in env:
             env["JAVA_HOME"] = str(Path(java).resolve().parent.parent)
         self._properties(name).write_text(f"# {name} of {self.master_url}\n")
-        log = self.log_file(name)
-        log.parent.mkdir(parents=True, exist_ok=True)
         cmd = [str(spark_home() / "bin" / "spark-class"), *args]
         cmd += ["--properties-file", str(self._properties(name))]
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.data_dir, env=env,
-            )  # fmt: skip
-        self._pid_file(name).write_text(str(proc.pid))
-        return proc
+        return self.process(name).launch(cmd, cwd=self.data_dir, env=env)
 
     def _wait(self, what: str, ready: Callable[[], bool], procs: list[subprocess.Popen[bytes]],
               timeout: float) -> None:  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for proc in procs:
-                if proc.poll() is not None:
-                    self.stop()
-                    raise EventlakeError(
-                        ErrorCode.CLUSTER_START_FAILED,
-                        f"a Spark {what} exited with code {proc.returncode} during start.",
-                        fix=f"read the logs in {self.data_dir / 'logs'}",
-                    )
-            if ready():
-                return
-            time.sleep(0.25)
-        self.stop()
-        raise EventlakeError(
-            ErrorCode.CLUSTER_START_FAILED,
-            f"the Spark {what} did not come up at {self.ui_url} within {timeout:.0f}s.",
-            fix=f"read the logs in {self.data_dir / 'logs'}; the machine may be overloaded",
+        self.process(what).await_ready(
+            ready, procs, timeout=timeout, where=f"at {self.ui_url}", on_failure=self.stop
         )
 
     def start(self, *, timeout: float = 120.0) -> ClusterStatus:
@@ -272,10 +248,7 @@ class SparkStandaloneCluster:
 
     def stop(self, *, timeout: float = 30.0) -> bool:
         """Stop the workers, then the master; False when none was running."""
-        stopped = [
-            stop_pid_file(self._pid_file(name), str(self._properties(name)), timeout=timeout)
-            for name in reversed(self._names())
-        ]
+        stopped = [self.process(name).stop(timeout=timeout) for name in reversed(self._names())]
         return any(stopped)
 
     def __enter__(self) -> SparkStandaloneCluster:

@@ -7,12 +7,12 @@ several targets; ``base`` holds the vocabulary.
 
 from __future__ import annotations
 
-from eventlake.connectors.base import (
-    BatchContext,
+from eventlake.connectors.base import BatchContext, BatchFunction, Input, Output, Target
+from eventlake.connectors.capabilities import (
     Guarantee,
-    Input,
-    Output,
-    Target,
+    InputCapabilities,
+    OutputCapabilities,
+    TriggerKind,
 )
 from eventlake.connectors.debug import ConsoleOutput, MemoryOutput
 from eventlake.connectors.delta import (
@@ -41,6 +41,7 @@ from eventlake.connectors.rate import RateInput
 
 __all__ = [
     "BatchContext",
+    "BatchFunction",
     "ConsoleOutput",
     "DeltaInput",
     "DeltaOutput",
@@ -52,18 +53,21 @@ __all__ = [
     "IcebergInput",
     "IcebergOutput",
     "Input",
+    "InputCapabilities",
     "KafkaInput",
     "KafkaOutput",
     "MemoryOutput",
     "MergeBuilder",
     "MergeDelta",
     "Output",
+    "OutputCapabilities",
     "RateInput",
     "Target",
     "ToDelta",
     "ToKafka",
     "ToKafkaExactlyOnce",
     "ToPostgres",
+    "TriggerKind",
     "ensure_delta_table",
     "kafka_records",
     "marked_commits",

@@ -4,18 +4,24 @@
 Declarations name tables by ``(layer, table)`` and topics by config key, never by path or
 literal address, and are resolved against the flow's :class:`~eventlake.context.FlowConfig`
 when the flow starts: one declaration runs on a laptop and on a cluster. Every output and
-target states its delivery guarantee as a typed class attribute, and its docstring says
+target states its delivery guarantee as a typed class attribute (an output within its
+:class:`OutputCapabilities`, checked when the class is defined), and its docstring says
 when a write commits and what a replay does.
 """
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from eventlake.connectors.capabilities import (
+    Guarantee,
+    InputCapabilities,
+    OutputCapabilities,
+)
 from eventlake.triggers import apply_trigger, is_real_time
 
 if TYPE_CHECKING:
@@ -29,27 +35,24 @@ if TYPE_CHECKING:
 TableRef = tuple[str, str]
 
 
-class Guarantee(StrEnum):
-    """What a replayed batch (after a crash or a retry) does to an output."""
+def _is_abstract(cls: type) -> bool:
+    """Whether ``cls`` still leaves an abstract method open (``__abstractmethods__`` is
+    set only after ``__init_subclass__`` has run)."""
+    names = {n for base in cls.__mro__ for n, v in vars(base).items()
+             if getattr(v, "__isabstractmethod__", False)}  # fmt: skip
+    return any(getattr(getattr(cls, n, None), "__isabstractmethod__", False) for n in names)
 
-    #: A replay writes nothing new: every record is in the output once.
-    EXACTLY_ONCE = "exactly-once"
-    #: A replay writes its records again: none is lost, some may be duplicated.
-    AT_LEAST_ONCE = "at-least-once"
-    #: No promise across restarts (debugging outputs).
-    NONE = "none"
 
-    @property
-    def strength(self) -> int:
-        return {Guarantee.NONE: 0, Guarantee.AT_LEAST_ONCE: 1, Guarantee.EXACTLY_ONCE: 2}[self]
-
-    def covers(self, required: Guarantee) -> bool:
-        """True when this guarantee is at least as strong as ``required``."""
-        return self.strength >= required.strength
-
-    @classmethod
-    def weakest(cls, guarantees: Iterable[Guarantee]) -> Guarantee:
-        return min(guarantees, key=lambda g: g.strength, default=cls.EXACTLY_ONCE)
+def _require_declared(cls: type, attribute: str, kind: type) -> None:
+    """A concrete connector class must declare ``attribute`` (a ``kind`` or a property)."""
+    if _is_abstract(cls) or cls.__name__.startswith("_"):
+        return
+    declared = inspect.getattr_static(cls, attribute, None)
+    if not isinstance(declared, kind | property):
+        raise TypeError(
+            f"{cls.__module__}.{cls.__name__} declares no {attribute} "
+            f"({kind.__name__}): every connector states what it supports"
+        )
 
 
 class _Connector(ABC):
@@ -83,6 +86,13 @@ class _Connector(ABC):
 class Input(_Connector):
     """Where a flow reads: a replayable stream whose progress its checkpoint records."""
 
+    #: What the input supports; every concrete input declares it.
+    capabilities: InputCapabilities
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _require_declared(cls, "capabilities", InputCapabilities)
+
     @abstractmethod
     def read(self, ctx: FlowContext) -> DataFrame:
         """An unbounded DataFrame over the input."""
@@ -91,17 +101,51 @@ class Input(_Connector):
         """Everything the input holds now, as a batch DataFrame (``eventlake lateness``)."""
         raise NotImplementedError(f"{type(self).__name__} has no batch read")
 
+    def read_through(self, ctx: FlowContext, ends: dict[str, dict[str, int]]) -> DataFrame:
+        """As a batch, every record the flow's batches read up to the end offsets its
+        checkpoint logged (``ends``: topic -> partition -> offset); inputs with the
+        ``verify`` capability."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be read by offsets")
+
 
 class Output(_Connector):
-    """Where a flow's rows go: a streaming write with the flow's checkpoint and trigger."""
+    """Where a flow's rows go: a streaming write with the flow's checkpoint and trigger.
 
-    #: What a replayed batch does here; subclasses set it.
-    guarantee: Guarantee
-    #: Output modes the output accepts (Spark's names).
-    output_modes: frozenset[str] = frozenset({"append"})
+    Lifecycle: :meth:`open` when the flow's query starts (or restarts), :meth:`close` when
+    it has stopped; what an output opens (a connection, a producer) it holds in the run's
+    scope (``ctx.run.open_resource``), which closes it with the query.
+    """
+
+    #: What the output supports and guarantees; every concrete output declares it.
+    capabilities: OutputCapabilities
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _require_declared(cls, "capabilities", OutputCapabilities)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """What a replayed batch does here (from :attr:`capabilities`)."""
+        return self.capabilities.guarantee
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         """Create the destination before any flow starts, so downstream flows can read it."""
+
+    def partition_columns(self) -> tuple[str, ...]:
+        """The columns the destination is partitioned by (checked against the result)."""
+        return ()
+
+    def as_targets(self) -> tuple[Target, ...]:
+        """The fan-out targets that write what this output writes (outputs declaring the
+        ``quarantine`` capability)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be split into targets")
+
+    def open(self, ctx: FlowContext) -> None:
+        """The flow's query is about to start (or restart)."""
+
+    def close(self, ctx: FlowContext) -> None:
+        """The flow's query has stopped: release what :meth:`open` (or a batch) held."""
+        ctx.run.close_resources(ctx.query_name)
 
     def start(
         self, df: DataFrame, ctx: FlowContext, *, trigger: str, output_mode: str = "append"
@@ -118,45 +162,28 @@ class Output(_Connector):
             .outputMode(output_mode)
             .option("checkpointLocation", str(ctx.checkpoint))
         )
-        return self._start_in_mode(apply_trigger(writer, trigger), ctx, output_mode)
+        return self.start_writer(apply_trigger(writer, trigger), ctx, output_mode)
 
     @abstractmethod
-    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
-        """Set the output's format and options on ``writer`` and start it."""
-
-    def _start_in_mode(
+    def start_writer(
         self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
     ) -> StreamingQuery:
-        """:meth:`_start`, for outputs whose writes depend on the output mode."""
-        return self._start(writer, ctx)
-
-
-#: The exception a ``foreachBatch`` function raised, by query name, until the runner takes
-#: it: Spark passes only its text to the JVM, so this keeps its type and JVM causes.
-_batch_failures: dict[str, BaseException] = {}
-
-
-def record_batch_failure(query_name: str, exc: BaseException) -> None:
-    """Keep ``exc``, raised by the batch function of query ``query_name``."""
-    _batch_failures[query_name] = exc
-
-
-def take_batch_failure(query_name: str) -> BaseException | None:
-    """The exception the batch function of ``query_name`` last raised, once."""
-    return _batch_failures.pop(query_name, None)
+        """Set the output's format and options on ``writer`` (its query name, mode,
+        checkpoint and trigger are set) and start it."""
 
 
 class BatchFunction(ABC):
-    """A ``foreachBatch`` function that keeps the exception it raises for the runner."""
+    """A ``foreachBatch`` function that hands the exception it raises to the runner
+    (through the run's :class:`~eventlake.scope.BatchFailures`)."""
 
-    def __init__(self, query_name: str) -> None:
-        self.query_name = query_name
+    def __init__(self, ctx: FlowContext) -> None:
+        self.ctx = ctx
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
             self.write_batch(df, batch_id)
         except Exception as exc:
-            record_batch_failure(self.query_name, exc)
+            self.ctx.run.failures.record(self.ctx.query_name, exc)
             raise
 
     @abstractmethod
@@ -188,6 +215,11 @@ class BatchContext:
         """
         return f"{self.flow}/{target}/{self.stream_id}"
 
+    def memo(self, name: str, build: Callable[[], DataFrame]) -> DataFrame:
+        """``build()`` persisted once for this batch and shared by its targets (released
+        when the flow's next batch asks, or at the run's end)."""
+        return self.ctx.run.memo.get(self.flow, name, (self.stream_id, self.batch_id), build)
+
 
 #: Turns a batch into what a target writes: ``prepare(ctx, batch_df, batch)``.
 Prepare = Callable[["FlowContext", "DataFrame", BatchContext], "DataFrame"]
@@ -196,12 +228,16 @@ Prepare = Callable[["FlowContext", "DataFrame", BatchContext], "DataFrame"]
 class Target(_Connector):
     """One destination of a :class:`~eventlake.connectors.fanout.FanOut`: writes a batch."""
 
-    #: What a replayed batch does here; subclasses set it.
+    #: What a replayed batch does here; every concrete target declares it.
     guarantee: Guarantee
     #: Applied to the batch before the write; None writes the batch as it is.
     prepare: Prepare | None = None
     #: How many times :meth:`write` scans the batch (the fan-out caches when the total > 1).
     reads: int = 1
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _require_declared(cls, "guarantee", Guarantee)
 
     @abstractmethod
     def target_id(self, flow: FlowConfig) -> str:
@@ -217,3 +253,7 @@ class Target(_Connector):
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         """Create the destination before the flows start (downstream flows may read it)."""
+
+    def open(self, ctx: FlowContext) -> None:
+        """The fan-out's query is about to start (or restart); what this opens it holds in
+        ``ctx.run.open_resource`` under the query's name, closed when the query stops."""

@@ -6,7 +6,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from eventlake.connectors.base import Guarantee, Output
+from eventlake.connectors.base import Output
+from eventlake.connectors.capabilities import Guarantee, OutputCapabilities, TriggerKind
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,13 +29,16 @@ class ConsoleOutput(Output):
 
     rows: int = 20
     truncate: bool = True
-    guarantee = Guarantee.NONE
-    output_modes = frozenset({"append", "update", "complete"})
+    capabilities = OutputCapabilities(
+        guarantee=Guarantee.NONE, output_modes=frozenset({"append", "update", "complete"})
+    )
 
     def describe(self, flow: FlowConfig | None = None) -> str:
         return "console"
 
-    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+    def start_writer(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
         rows, truncate = self.rows, self.truncate
 
         def show(df: DataFrame, batch_id: int) -> None:
@@ -54,12 +58,17 @@ class MemoryOutput(Output):
     and notebooks only. Append and complete modes.
     """
 
-    guarantee = Guarantee.NONE
-    output_modes = frozenset({"append", "complete"})
+    capabilities = OutputCapabilities(
+        guarantee=Guarantee.NONE,
+        output_modes=frozenset({"append", "complete"}),
+        triggers=frozenset({TriggerKind.MICRO_BATCH, TriggerKind.CONTINUOUS}),
+    )
 
     def describe(self, flow: FlowConfig | None = None) -> str:
         return "memory"
 
-    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+    def start_writer(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
         # The memory table is named after the query; dots would read as a database name.
         return writer.queryName(ctx.query_name.replace(".", "_")).format("memory").start()

@@ -17,14 +17,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from eventlake.checkpoints import stream_id
-from eventlake.connectors.base import (
-    BatchContext,
-    BatchFunction,
-    Guarantee,
-    Output,
-    TableRef,
-    Target,
-)
+from eventlake.connectors.base import BatchContext, BatchFunction, Output, TableRef, Target
+from eventlake.connectors.capabilities import Guarantee, OutputCapabilities
 from eventlake.errors import ErrorCode, EventlakeError, fix_for
 
 if TYPE_CHECKING:
@@ -43,9 +37,8 @@ class FanOut(Output):
     batch as committed only after every target returned; a failure in any target fails
     the batch, which is then retried whole, and targets that had written it skip it.
     Output modes: all three; the targets see each batch as Spark's mode defines it.
+    Each target is opened when the query starts and closed when it stops.
     """
-
-    output_modes = frozenset({"append", "update", "complete"})
 
     def __init__(self, *targets: Target) -> None:
         if not targets:
@@ -56,7 +49,22 @@ class FanOut(Output):
                 fix="pass the targets: FanOut(ToDelta(...), ...)",
             )
         self.targets = targets
-        self.guarantee = Guarantee.weakest(t.guarantee for t in targets)
+
+    @property
+    def capabilities(self) -> OutputCapabilities:  # type: ignore[override]
+        """its weakest target's; any output mode; quarantine beside a lake target"""
+        return OutputCapabilities(
+            guarantee=Guarantee.weakest(t.guarantee for t in self.targets),
+            output_modes=frozenset({"append", "update", "complete"}),
+            quarantine=any(t.table() is not None for t in self.targets),
+        )
+
+    def as_targets(self) -> tuple[Target, ...]:
+        return self.targets
+
+    def open(self, ctx: FlowContext) -> None:
+        for target in self.targets:
+            target.open(ctx)
 
     def describe(self, flow: FlowConfig | None = None) -> str:
         return " + ".join(t.describe(flow) for t in self.targets)
@@ -74,7 +82,9 @@ class FanOut(Output):
         for target in self.targets:
             target.ensure(ctx, schema)
 
-    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+    def start_writer(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
         return writer.foreachBatch(BatchHandler(self.targets, ctx)).start()
 
 
@@ -90,9 +100,8 @@ class BatchHandler(BatchFunction):
                 expected="a distinct name per target (it scopes the target's idempotency)",
                 fix="write each table or topic through one target of the fan-out",
             )
-        super().__init__(ctx.query_name)
+        super().__init__(ctx)
         self.targets = tuple(targets)
-        self.ctx = ctx
         self._stream_id: str | None = None
 
     def write_batch(self, df: DataFrame, batch_id: int) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from eventlake.connectors.base import Guarantee, Input, Output
+from eventlake.connectors.base import Input, Output
+from eventlake.connectors.capabilities import Guarantee, InputCapabilities, OutputCapabilities
 from eventlake.errors import ErrorCode, EventlakeError
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ class FilesInput(_Folder, Input):
 
     schema: str
     options: tuple[tuple[str, str], ...] = ()
+    capabilities = InputCapabilities()
 
     def read(self, ctx: FlowContext) -> DataFrame:
         reader = ctx.spark.readStream.format(self.format).schema(self.schema)
@@ -76,9 +78,11 @@ class FilesOutput(_Folder, Output):
 
     format: str = "parquet"
     partition_by: tuple[str, ...] = ()
-    guarantee = Guarantee.EXACTLY_ONCE
+    capabilities = OutputCapabilities(guarantee=Guarantee.EXACTLY_ONCE)
 
-    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+    def start_writer(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
         writer = writer.format(self.format)
         if self.format == "csv":
             writer = writer.option("header", "true")

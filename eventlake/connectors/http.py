@@ -7,7 +7,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eventlake.connectors.base import Guarantee, Output
+from eventlake.connectors.base import Output
+from eventlake.connectors.capabilities import Guarantee, OutputCapabilities
 
 if TYPE_CHECKING:
     from pyspark.sql import Row
@@ -73,12 +74,15 @@ class HttpOutput(Output):
 
     url_param: str
     timeout: float = 10.0
-    guarantee = Guarantee.AT_LEAST_ONCE
-    output_modes = frozenset({"append", "update"})
+    capabilities = OutputCapabilities(
+        guarantee=Guarantee.AT_LEAST_ONCE, output_modes=frozenset({"append", "update"})
+    )
 
     def describe(self, flow: FlowConfig | None = None) -> str:
         return f"http:{flow.param(self.url_param) if flow else self.url_param}"
 
-    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+    def start_writer(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
         url = ctx.param(self.url_param)
         return writer.foreach(HttpRowWriter(url, ctx.query_name, self.timeout)).start()

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from eventlake.connectors.base import Guarantee, Input, Output, TableRef
+from eventlake.connectors.base import Input, Output, TableRef
+from eventlake.connectors.capabilities import Guarantee, InputCapabilities, OutputCapabilities
 from eventlake.errors import ErrorCode, EventlakeError
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ class IcebergInput(_IcebergTable, Input):
     Refused with EL-ICEBERG-001 on Spark 4.2 (see the module docstring).
     """
 
+    capabilities = InputCapabilities()
+
     def read(self, ctx: FlowContext) -> DataFrame:
         self._unavailable(ctx)
 
@@ -77,10 +80,12 @@ class IcebergOutput(_IcebergTable, Output):
     EL-ICEBERG-001 on Spark 4.2 (see the module docstring).
     """
 
-    guarantee = Guarantee.EXACTLY_ONCE
+    capabilities = OutputCapabilities(guarantee=Guarantee.EXACTLY_ONCE, late_rows=False)
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         self._unavailable(ctx)
 
-    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+    def start_writer(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
         self._unavailable(ctx)

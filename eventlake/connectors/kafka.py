@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from eventlake.connectors.base import BatchContext, Guarantee, Input, Output, Prepare, Target
+from eventlake.connectors.base import BatchContext, Input, Output, Prepare, Target
+from eventlake.connectors.capabilities import (
+    Guarantee,
+    InputCapabilities,
+    OutputCapabilities,
+    TriggerKind,
+)
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.triggers import is_real_time
 
@@ -52,6 +58,14 @@ class KafkaInput(Input):
 
     role: str | None = None
     pattern: bool = False
+    capabilities = InputCapabilities(
+        triggers=frozenset(TriggerKind),
+        batch_read=True,
+        verify=True,
+        idle_heartbeats=True,
+        offset_limits=True,
+        retention_loss=True,
+    )
 
     def options(self, flow: FlowConfig) -> dict[str, str]:
         """The Spark Kafka source options this input reads with."""
@@ -72,6 +86,15 @@ class KafkaInput(Input):
         if isinstance(p.max_offsets_per_trigger, int):
             opts["maxOffsetsPerTrigger"] = str(p.max_offsets_per_trigger)
         return opts
+
+    def read_through(self, ctx: FlowContext, ends: dict[str, dict[str, int]]) -> DataFrame:
+        import json
+
+        opts = {k: v for k, v in self.options(ctx).items() if k != "maxOffsetsPerTrigger"}
+        opts["endingOffsets"] = json.dumps(
+            {t: {str(p): int(o) for p, o in parts.items()} for t, parts in ends.items()}
+        )
+        return ctx.spark.read.format("kafka").options(**opts).load()
 
     def read(self, ctx: FlowContext) -> DataFrame:
         opts = self.options(ctx)
@@ -242,13 +265,18 @@ class KafkaOutput(_TopicByParam, Output):
     ``order_id``) or with an idempotent consumer.
     """
 
-    guarantee = Guarantee.AT_LEAST_ONCE
-    output_modes = frozenset({"append", "update"})
+    capabilities = OutputCapabilities(
+        guarantee=Guarantee.AT_LEAST_ONCE,
+        output_modes=frozenset({"append", "update"}),
+        triggers=frozenset(TriggerKind),
+    )
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         self._check_columns(ctx, schema.names)
 
-    def _start(self, writer: DataStreamWriter, ctx: FlowContext) -> StreamingQuery:
+    def start_writer(
+        self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
+    ) -> StreamingQuery:
         return writer.format("kafka").options(**self._options(ctx)).start()
 
 

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eventlake.config.model import PostgresSettings
-from eventlake.connectors.base import BatchContext, Guarantee, Prepare, Target
+from eventlake.connectors.base import BatchContext, Prepare, Target
+from eventlake.connectors.capabilities import Guarantee
 from eventlake.errors import ErrorCode, EventlakeError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from eventlake.context import FlowConfig
+    from eventlake.context import FlowConfig, FlowContext
 
 COMMIT_TABLE = "eventlake_commits"
 
@@ -70,6 +71,18 @@ class ToPostgres(Target):
             return {self.describe(flow): None}  # not created yet, or the server is down
         return {self.describe(flow): int(row[0]) if row else None}
 
+    def open(self, ctx: FlowContext) -> None:
+        """One connection for the query's life (reopened after a lost server)."""
+        key = self.target_id(ctx)
+        ctx.run.open_resource(ctx.query_name, key, PostgresConnection(ctx.settings.postgres))
+
+    def _connection(self, batch: BatchContext) -> PostgresConnection:
+        run, key = batch.ctx.run, self.target_id(batch.ctx)
+        held = run.resource(batch.flow, key)
+        if isinstance(held, PostgresConnection):
+            return held
+        return run.open_resource(batch.flow, key, PostgresConnection(batch.ctx.settings.postgres))
+
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         flow = batch.ctx
         upsert = _Upsert(
@@ -80,7 +93,41 @@ class ToPostgres(Target):
             order_by=self.order_by,
             delete_flag=self.delete_flag,
         )
-        upsert.write(self.rows(df, batch), batch)
+        upsert.write(self.rows(df, batch), batch, self._connection(batch))
+
+
+class PostgresConnection:
+    """A PostgreSQL connection held open across batches (autocommit; each batch's apply
+    runs in its own transaction), reconnected when the server closed or lost it."""
+
+    def __init__(self, settings: PostgresSettings) -> None:
+        self.settings = settings
+        self._conn: Any = None
+
+    def get(self) -> Any:
+        """The open connection; EL-POSTGRES-001 when the server cannot be reached."""
+        import psycopg
+
+        if self._conn is not None and not (self._conn.closed or self._conn.broken):
+            return self._conn
+        self.close()
+        try:
+            conn = psycopg.connect(**self.settings.connect_kwargs(), connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            # psycopg's message names host, port and user, never the password.
+            raise EventlakeError(
+                ErrorCode.POSTGRES_UNREACHABLE,
+                f"cannot connect to PostgreSQL at {self.settings.host}:{self.settings.port} "
+                f"as {self.settings.user}: {str(exc).strip()}",
+            ) from exc
+        conn.autocommit = True
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 @dataclass(frozen=True)
@@ -93,19 +140,6 @@ class _Upsert:
     key: tuple[str, ...]
     order_by: tuple[str, ...]
     delete_flag: str | None
-
-    def _connect(self) -> Any:
-        import psycopg
-
-        try:
-            return psycopg.connect(**self.settings.connect_kwargs(), connect_timeout=10)
-        except psycopg.OperationalError as exc:
-            # psycopg's message names host, port and user, never the password.
-            raise EventlakeError(
-                ErrorCode.POSTGRES_UNREACHABLE,
-                f"cannot connect to PostgreSQL at {self.settings.host}:{self.settings.port} "
-                f"as {self.settings.user}: {str(exc).strip()}",
-            ) from exc
 
     def _committed(self, conn: Any, batch: BatchContext) -> bool:
         from psycopg import sql
@@ -136,11 +170,9 @@ class _Upsert:
         digest = hashlib.sha1(batch.app_id(self.name).encode()).hexdigest()[:12]
         return f"eventlake_stage_{digest}_{batch.batch_id}"
 
-    def write(self, df: DataFrame, batch: BatchContext) -> None:
-        with self._connect() as conn:
-            conn.autocommit = True
-            if self._committed(conn, batch):
-                return
+    def write(self, df: DataFrame, batch: BatchContext, connection: PostgresConnection) -> None:
+        if self._committed(connection.get(), batch):
+            return
         stage = self._stage_name(batch)
         (
             df.write.format("jdbc")
@@ -150,7 +182,8 @@ class _Upsert:
             .save()
         )
         columns = [c for c in df.columns if c != self.delete_flag]
-        with self._connect() as conn, conn.transaction():
+        conn = connection.get()
+        with conn.transaction():
             self._apply(conn, batch, stage, columns)
 
     def _apply(self, conn: Any, batch: BatchContext, stage: str, columns: list[str]) -> None:

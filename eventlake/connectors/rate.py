@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eventlake.connectors.base import Input
+from eventlake.connectors.capabilities import InputCapabilities, TriggerKind
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -18,6 +19,9 @@ class RateInput(Input):
     """Generated rows; replayable because each row's value derives from its batch."""
 
     rows_per_second: int = 100
+    capabilities = InputCapabilities(
+        triggers=frozenset({TriggerKind.MICRO_BATCH, TriggerKind.CONTINUOUS})
+    )
 
     def read(self, ctx: FlowContext) -> DataFrame:
         reader = ctx.spark.readStream.format("rate")

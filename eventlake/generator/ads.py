@@ -24,6 +24,9 @@ CLICKS = "clicks"
 
 @dataclass(frozen=True)
 class AdsConfig(EventStreamConfig):
+    """Impressions of ``ads`` ads to ``users`` users; a share ``click_rate`` of them is
+    clicked, up to ``max_click_delay`` later."""
+
     mean_gap_seconds: float = 10.0
     users: int = 30
     ads: int = 5

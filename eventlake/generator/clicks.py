@@ -19,6 +19,9 @@ PAGES = ("/", "/search", "/product/1", "/product/2", "/product/3", "/cart", "/ch
 
 @dataclass(frozen=True)
 class ClicksConfig(EventStreamConfig):
+    """Page views, clicks and scrolls of ``active_users`` users at a time, out of
+    ``users``."""
+
     mean_gap_seconds: float = 20.0
     users: int = 40
     active_users: int = 4

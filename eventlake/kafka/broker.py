@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,14 +22,7 @@ from pathlib import Path
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.kafka.admin import list_topics
 from eventlake.paths import BROKER_JARS, jar_files, state_dir
-from eventlake.processes import (
-    HOST,
-    free_port,
-    java_executable,
-    port_open,
-    running_pid,
-    stop_pid_file,
-)
+from eventlake.processes import HOST, ManagedProcess, free_port, java_executable, port_open
 
 DEFAULT_PORT = 9092
 
@@ -114,6 +106,14 @@ class EmbeddedKafkaBroker:
         self.heap = heap
         self.node_id = node_id
         self.quorum = quorum
+        self.process = ManagedProcess(
+            "the Kafka broker",
+            pid_file=self.data_dir / "broker.pid",
+            marker=str(self._config_file),
+            log_file=self.data_dir / "logs" / "stdout.log",
+            failed=ErrorCode.KAFKA_BROKER_START_FAILED,
+            fix=f"read {self.log_file}; `make jars` if classes are missing",
+        )
 
     @property
     def bootstrap_servers(self) -> str:
@@ -124,10 +124,6 @@ class EmbeddedKafkaBroker:
         return self.data_dir / "logs" / "server.log"
 
     @property
-    def _pid_file(self) -> Path:
-        return self.data_dir / "broker.pid"
-
-    @property
     def _meta_file(self) -> Path:
         return self.data_dir / "broker.json"
 
@@ -135,11 +131,8 @@ class EmbeddedKafkaBroker:
     def _config_file(self) -> Path:
         return self.data_dir / "server.properties"
 
-    def _pid(self) -> int | None:
-        return running_pid(self._pid_file, str(self._config_file))
-
     def status(self) -> BrokerStatus:
-        pid = self._pid()
+        pid = self.process.pid()
         return BrokerStatus(pid is not None, pid, self.bootstrap_servers, self.data_dir)
 
     def _classpath(self) -> str:
@@ -159,7 +152,8 @@ class EmbeddedKafkaBroker:
         self._meta_file.write_text(json.dumps(meta, indent=2))
         return meta
 
-    def _write_config(self, controller_port: int) -> None:
+    def write_config(self, controller_port: int) -> None:
+        """Write the node's ``server.properties`` for a quorum on ``controller_port``."""
         logs = self.data_dir / "kafka-logs"
         quorum = self.quorum or Quorum("", (controller_port,))
         copies, in_sync = str(quorum.replicas), str(min(quorum.replicas, 2))
@@ -249,9 +243,8 @@ class EmbeddedKafkaBroker:
                     "another process.",
                 )
         java = java_executable("the Kafka broker")
-        self._write_config(controller_port)
+        self.write_config(controller_port)
         self._format_storage(java, str(meta["cluster_id"]))
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
         cmd = [
             java,
             f"-Xmx{self.heap}",
@@ -265,56 +258,32 @@ class EmbeddedKafkaBroker:
             "kafka.Kafka",
             str(self._config_file),
         ]
-        with open(self.log_file.parent / "stdout.log", "ab") as out:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=self.data_dir,
-            )
-        self._pid_file.write_text(str(proc.pid))
-        return proc
+        return self.process.launch(cmd, cwd=self.data_dir)
 
     def wait_ready(self, proc: subprocess.Popen[bytes], *, timeout: float = 90.0) -> BrokerStatus:
         """Return once the launched broker answers; EL-KAFKA-001 if it exits or stays mute."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                self._pid_file.unlink(missing_ok=True)
-                raise EventlakeError(
-                    ErrorCode.KAFKA_BROKER_START_FAILED,
-                    f"the Kafka broker exited with code {proc.returncode} during start. "
-                    f"Last log lines:\n{self._tail()}",
-                    expected="a broker answering at " + self.bootstrap_servers,
-                    fix=f"read {self.log_file}; `make jars` if classes are missing",
-                )
-            try:
-                list_topics(self.bootstrap_servers, timeout=1.0)
-                return self.status()
-            except EventlakeError:
-                time.sleep(0.25)
-        self.stop()
-        raise EventlakeError(
-            ErrorCode.KAFKA_BROKER_START_FAILED,
-            f"the Kafka broker did not answer at {self.bootstrap_servers} within {timeout:.0f}s.",
-            fix=f"read {self.log_file}; the machine may be overloaded",
+        self.process.await_ready(
+            self._answers, [proc], timeout=timeout, where=f"at {self.bootstrap_servers}"
         )
+        return self.status()
 
-    def _tail(self, lines: int = 15) -> str:
-        texts = []
-        for f in (self.log_file.parent / "stdout.log", self.log_file):
-            if f.is_file():
-                texts.extend(f.read_text(errors="replace").splitlines()[-lines:])
-        return "\n".join(texts[-lines:])
+    def _answers(self) -> bool:
+        try:
+            list_topics(self.bootstrap_servers, timeout=1.0)
+        except EventlakeError:
+            return False
+        return True
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines of the broker's output and log."""
+        return self.process.tail(lines, self.log_file)
 
     def stop(self, *, timeout: float = 60.0) -> bool:
         """Shut the broker down cleanly (SIGTERM, then SIGKILL after ``timeout``).
 
         Returns False when it was not running; safe to call any number of times.
         """
-        return stop_pid_file(self._pid_file, str(self._config_file), timeout=timeout)
+        return self.process.stop(timeout=timeout)
 
     def __enter__(self) -> EmbeddedKafkaBroker:
         self.start()

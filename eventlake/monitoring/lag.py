@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -32,9 +32,6 @@ class PartitionLag:
     records: int
     #: Now minus the timestamp of the oldest unprocessed record; 0 when none is waiting.
     seconds: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def parse_kafka_offsets(data: Any) -> Offsets:
@@ -112,6 +109,18 @@ def kafka_lag(
             )
             for lag in lags
         ]  # fmt: skip
+    finally:
+        consumer.close()
+
+
+def record_timestamps(
+    kafka: KafkaSettings, wanted: list[TopicPartition], timeout: float
+) -> dict[tuple[str, int], float]:
+    """The timestamp (seconds) of the first record at or after each wanted offset, read by
+    assignment (nothing committed, no group joined)."""
+    consumer = _consumer(kafka)
+    try:
+        return _timestamps(consumer, wanted, timeout)
     finally:
         consumer.close()
 

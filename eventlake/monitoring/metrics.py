@@ -2,107 +2,93 @@
 
 Names follow Prometheus conventions: ``eventlake_`` prefix, base units (seconds, bytes),
 ``_total`` for counters. Batch figures come from each batch's progress; Kafka lag from
-the lag poller of :class:`~eventlake.monitoring.monitor.RunMonitor`.
+the lag poller of :class:`~eventlake.operations.run_monitor.RunMonitor`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
     Histogram,
-    disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.metrics_core import Metric
 
 from eventlake.durations import duration_ms
 from eventlake.monitoring.lag import PartitionLag
 from eventlake.monitoring.progress import BatchProgress, epoch_seconds
 from eventlake.triggers import parse_trigger
 
-# The `_created` series double every counter's output and no rule or panel uses them.
-disable_created_metrics()  # type: ignore[no-untyped-call]
-
 FLOW = ("pipeline", "flow")
 #: Batch durations from a few-row real-time batch to a backlog catch-up.
 BATCH_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
+PARTITION = ("topic", "partition")
+#: Each metric: attribute, kind, name, help, labels beyond pipeline and flow.
+_METRICS: tuple[tuple[str, type[Counter | Gauge], str, str, tuple[str, ...]], ...] = (
+    ("input_rows", Counter, "eventlake_input_rows", "Rows the flow read from its inputs.", ()),
+    ("processed_rows", Counter, "eventlake_processed_rows",
+     "Rows the flow's transform produced and its output took.", ()),
+    ("watermark", Gauge, "eventlake_watermark_seconds",
+     "Event-time watermark of the flow, seconds since the epoch (0: none yet).", ()),
+    ("state_rows", Gauge, "eventlake_state_rows", "Rows held in the flow's state stores.", ()),
+    ("state_bytes", Gauge, "eventlake_state_bytes", "Memory used by the flow's state stores.", ()),
+    ("dropped", Counter, "eventlake_rows_dropped_by_watermark",
+     "Rows dropped because their event time was behind the watermark.", ()),
+    ("late_kept", Counter, "eventlake_late_rows_kept",
+     "Rows the watermark dropped, written to the flow's <table>_late.", ()),
+    ("quarantined", Counter, "eventlake_quarantined_rows",
+     "Rows written to a quarantine table.", ()),
+    ("expectation_rows", Counter, "eventlake_expectation_rows",
+     "Rows an expectation checked, by outcome (passed, failed).", ("expectation", "outcome")),
+    ("lag_records", Gauge, "eventlake_kafka_lag_records",
+     "Records in the partition the flow has not processed yet.", PARTITION),
+    ("lag_seconds", Gauge, "eventlake_kafka_lag_seconds",
+     "Age of the oldest record in the partition the flow has not processed (0: none).",
+     PARTITION),
+    ("last_batch", Gauge, "eventlake_last_batch_id", "Id of the flow's last completed batch.", ()),
+    ("last_commit", Gauge, "eventlake_last_commit_timestamp_seconds",
+     "When the flow's last batch completed, seconds since the epoch.", ()),
+    ("trigger_interval", Gauge, "eventlake_trigger_interval_seconds",
+     "The flow's processing-time trigger interval (0: not a processing-time trigger).", ()),
+    ("up", Gauge, "eventlake_flow_running", "1 while the flow's query runs, else 0.", ()),
+)  # fmt: skip
+
+
 class PipelineMetrics:
     """The metrics of ``pipeline``'s flows, in a registry of their own."""
+
+    input_rows: Counter
+    processed_rows: Counter
+    watermark: Gauge
+    state_rows: Gauge
+    state_bytes: Gauge
+    dropped: Counter
+    late_kept: Counter
+    quarantined: Counter
+    expectation_rows: Counter
+    lag_records: Gauge
+    lag_seconds: Gauge
+    last_batch: Gauge
+    last_commit: Gauge
+    trigger_interval: Gauge
+    up: Gauge
 
     def __init__(self, pipeline: str) -> None:
         self.pipeline = pipeline
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.input_rows = Counter(
-            "eventlake_input_rows", "Rows the flow read from its inputs.", FLOW, registry=r
-        )
-        self.processed_rows = Counter(
-            "eventlake_processed_rows",
-            "Rows the flow's transform produced and its output took.",
-            FLOW, registry=r,
-        )  # fmt: skip
+        for attribute, kind, name, text, labels in _METRICS:
+            metric = kind(name, text, (*FLOW, *labels), registry=self.registry)
+            setattr(self, attribute, metric)
         self.batch_duration = Histogram(
             "eventlake_batch_duration_seconds", "Wall time of each micro-batch.", FLOW,
-            buckets=BATCH_BUCKETS, registry=r,
+            buckets=BATCH_BUCKETS, registry=self.registry,
         )  # fmt: skip
-        self.watermark = Gauge(
-            "eventlake_watermark_seconds",
-            "Event-time watermark of the flow, seconds since the epoch (0: none yet).",
-            FLOW, registry=r,
-        )  # fmt: skip
-        self.state_rows = Gauge(
-            "eventlake_state_rows", "Rows held in the flow's state stores.", FLOW, registry=r
-        )
-        self.state_bytes = Gauge(
-            "eventlake_state_bytes", "Memory used by the flow's state stores.", FLOW, registry=r
-        )
-        self.dropped = Counter(
-            "eventlake_rows_dropped_by_watermark",
-            "Rows dropped because their event time was behind the watermark.",
-            FLOW, registry=r,
-        )  # fmt: skip
-        self.late_kept = Counter(
-            "eventlake_late_rows_kept",
-            "Rows the watermark dropped, written to the flow's <table>_late.",
-            FLOW, registry=r,
-        )  # fmt: skip
-        self.quarantined = Counter(
-            "eventlake_quarantined_rows", "Rows written to a quarantine table.", FLOW, registry=r
-        )
-        self.expectation_rows = Counter(
-            "eventlake_expectation_rows",
-            "Rows an expectation checked, by outcome (passed, failed).",
-            (*FLOW, "expectation", "outcome"), registry=r,
-        )  # fmt: skip
-        self.lag_records = Gauge(
-            "eventlake_kafka_lag_records",
-            "Records in the partition the flow has not processed yet.",
-            (*FLOW, "topic", "partition"), registry=r,
-        )  # fmt: skip
-        self.lag_seconds = Gauge(
-            "eventlake_kafka_lag_seconds",
-            "Age of the oldest record in the partition the flow has not processed (0: none).",
-            (*FLOW, "topic", "partition"), registry=r,
-        )  # fmt: skip
-        self.last_batch = Gauge(
-            "eventlake_last_batch_id", "Id of the flow's last completed batch.", FLOW, registry=r
-        )
-        self.last_commit = Gauge(
-            "eventlake_last_commit_timestamp_seconds",
-            "When the flow's last batch completed, seconds since the epoch.",
-            FLOW, registry=r,
-        )  # fmt: skip
-        self.trigger_interval = Gauge(
-            "eventlake_trigger_interval_seconds",
-            "The flow's processing-time trigger interval (0: not a processing-time trigger).",
-            FLOW, registry=r,
-        )  # fmt: skip
-        self.up = Gauge(
-            "eventlake_flow_running", "1 while the flow's query runs, else 0.", FLOW, registry=r
-        )
 
     def flow_started(self, flow: str, trigger: str = "") -> None:
         """Create the flow's series at zero, so a scrape sees every flow from the start."""
@@ -142,4 +128,18 @@ class PipelineMetrics:
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric."""
-        return generate_latest(self.registry)
+        return generate_latest(_WithoutCreated(self.registry))
+
+
+class _WithoutCreated:
+    """A registry's metrics without their ``_created`` series, which double every
+    counter's output and which no rule or panel uses (prometheus_client's own switch is
+    process-wide)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            yield family

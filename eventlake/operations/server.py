@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from eventlake.errors import ErrorCode, EventlakeError
 
 if TYPE_CHECKING:
-    from eventlake.operations.monitor import RunMonitor
+    from eventlake.operations.run_monitor import RunMonitor
 
 log = logging.getLogger(__name__)
 

@@ -65,7 +65,7 @@ class FlowStatus:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["lag"] = [lag.as_dict() for lag in self.lag]
+        data["lag"] = [asdict(lag) for lag in self.lag]
         data["lag_records"] = self.lag_records
         data["lag_seconds"] = self.lag_seconds
         return data

@@ -25,12 +25,19 @@ from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog
 from eventlake.config import Settings
-from eventlake.connectors.kafka import KafkaInput
 from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.operations.late import LATE, WINDOW, flag_late, sliding
-from eventlake.operations.lateness import WatermarkCall, watermark_hook
 from eventlake.pipelines.expectations import FAILED, apply_expectations
+from eventlake.watermarks import (
+    LATE,
+    NO_WATERMARK,
+    WINDOW,
+    WatermarkCall,
+    WatermarkRecorder,
+    flag_late,
+    late_threshold_ms,
+    sliding,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -80,9 +87,10 @@ def verify_flow(
     spec = pipeline.flows[flow]
     config = pipeline.configs(settings)[flow]
     name = spec.query_name
-    if spec.inputs or not isinstance(spec.input, KafkaInput):
+    if spec.inputs or not spec.input.capabilities.verify:
         raise _refused(name, f"it reads {spec.describe_inputs(config)}",
-                       "verify flows that read one Kafka input")  # fmt: skip
+                       "verify flows that read one input whose batches it can replay by "
+                       "offsets (Kafka)")  # fmt: skip
     tables = spec.output.tables()
     if len(tables) != 1:
         raise _refused(name, f"it writes {spec.output.describe(config)}",
@@ -97,16 +105,13 @@ def verify_flow(
         )
     ends = log.source_offsets(last, 0)
     ctx = FlowContext.of(config, spark, trigger="available-now")
-    opts = {k: v for k, v in spec.input.options(ctx).items() if k != "maxOffsetsPerTrigger"}
-    opts["endingOffsets"] = _json({t: {str(p): int(o) for p, o in parts.items()}
-                                   for t, parts in ends.items()})  # fmt: skip
-    source = spark.read.format("kafka").options(**opts).load()
+    source = spec.input.read_through(ctx, ends)
 
     batches = _batch_ranges(log, last)
     late_counts: list[DataFrame] = []
-    with watermark_hook(source) as calls:  # how the watermarked rows are grouped, if they are
-        spec.transform(ctx, source)
-    marks = iter(calls)  # the same withWatermark calls, in the same order, below
+    spec.transform(ctx, source)  # how the watermarked rows are grouped, if they are
+    calls = ctx.watermarks.calls
+    marks = iter(calls)  # the same watermarks, in the same order, below
     if any(sliding(m) for m in calls):
         what = ("it aggregates by a sliding window (Spark drops a late row from the closed "
                 "windows only, which no row filter can replay)")  # fmt: skip
@@ -122,8 +127,10 @@ def verify_flow(
         late_counts.append(flagged.where(F.col(LATE)))
         return flagged.where(~F.col(LATE)).drop(LATE)
 
-    with watermark_hook(source, on_time):
-        expected = spec.transform(ctx, source)
+    judging = FlowContext.of(
+        config, spark, trigger="available-now", watermarks=WatermarkRecorder(rewrite=on_time)
+    )
+    expected = spec.transform(judging, source)
     expected = apply_expectations(expected, spec.expectations)
     if FAILED in expected.columns:  # quarantined rows go to another table
         expected = expected.where(F.size(FAILED) == 0).drop(FAILED)
@@ -149,31 +156,20 @@ def verify_flow(
     )
 
 
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value)
-
-
 def _iso(ms: int) -> str | None:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat() if ms > 0 else None
 
 
 def _batch_ranges(log: CheckpointLog, last: int) -> list[tuple[str, int, int, int, int]]:
     """(topic, partition, first offset, end offset, late threshold ms) per batch up to
-    ``last``: a row of batch N is late at or behind the watermark of batch N-1."""
-    done: dict[tuple[str, int], int] = {}
-    ranges = []
-    before = None
-    for batch in [b for b in log.planned if b <= last]:
-        threshold = log.watermark_ms(before) if before is not None else -(2**62)
-        for topic, parts in log.source_offsets(batch, 0).items():
-            for p, end in parts.items():
-                first = done.get((topic, int(p)), 0)
-                ranges.append((topic, int(p), first, int(end), threshold))
-                done[(topic, int(p))] = int(end)
-        before = batch
-    return ranges
+    ``last``: a row of batch N is judged against the watermark of batch N-1
+    (:func:`eventlake.watermarks.late_threshold_ms`)."""
+    reads = log.batch_reads(0, through=last)
+    return [
+        (topic, partition, first, end, late_threshold_ms(reads, n))
+        for n, read in enumerate(reads)
+        for (topic, partition), (first, end) in read.ranges.items()
+    ]
 
 
 def _judged(
@@ -193,7 +189,7 @@ def _judged(
     if "topic" in df.columns:
         on = on & (F.col("topic") == F.col("_topic"))
     joined = df.join(F.broadcast(ranges), on, "left")
-    threshold = F.coalesce(F.col("_threshold"), F.lit(-(2**62)))
+    threshold = F.coalesce(F.col("_threshold"), F.lit(NO_WATERMARK))
     return joined.withColumn("_threshold", threshold).drop("_topic", "_partition", "_first",
                                                            "_end")  # fmt: skip
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from eventlake.config import Settings
 from eventlake.config.params import PipelineParams
-from eventlake.connectors.base import Guarantee, Input, Output
+from eventlake.connectors.base import Input, Output
+from eventlake.connectors.capabilities import Guarantee
 from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.expectations import Expectation, expectations_of, with_quarantine
@@ -60,7 +61,7 @@ class FlowSpec:
     #: Data-quality rules on the transform's result (``@expect``), top first.
     expectations: tuple[Expectation, ...] = ()
     #: Write the rows its watermark drops to ``<layer>/<table>_late``
-    #: (:mod:`eventlake.operations.late`).
+    #: (:mod:`eventlake.operations.late_rows`).
     keep_late: bool = True
 
     def all_inputs(self) -> list[Input]:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from eventlake.connectors.base import BatchContext, Output, TableRef, Target
-from eventlake.connectors.delta import DeltaOutput, ToDelta, ensure_delta_table
+from eventlake.connectors.capabilities import Guarantee
+from eventlake.connectors.delta import ToDelta, ensure_delta_table
 from eventlake.connectors.fanout import FanOut
 from eventlake.errors import FAIL_MARK, ErrorCode, EventlakeError
 from eventlake.monitoring.observed import EXPECTATIONS, QUARANTINE
@@ -150,16 +151,13 @@ def with_quarantine(output: Output, rules: Iterable[Expectation], where: str) ->
     and the others where it wrote before; ``output`` itself without such rules."""
     if not any(r.on_violation == "quarantine" for r in rules):
         return output
-    if isinstance(output, DeltaOutput):
-        main: Target = ToDelta(output.layer, output.name, partition_by=output.partition_by,
-                               merge_schema=output.merge_schema)  # fmt: skip
-        return FanOut(Passing(main), Quarantine(output.layer, f"{output.name}_quarantine"))
-    if isinstance(output, FanOut):
-        lake = [t.table() for t in output.targets if t.table() is not None]
+    if output.capabilities.quarantine:
+        targets = output.as_targets()
+        lake = [t for t in (target.table() for target in targets) if t is not None]
         if lake:
-            layer, name = lake[0]  # type: ignore[misc]
-            targets = [Passing(t) for t in output.targets]
-            return FanOut(*targets, Quarantine(layer, f"{name}_quarantine"))
+            layer, name = lake[0]
+            passing = [Passing(t) for t in targets]
+            return FanOut(*passing, Quarantine(layer, f"{name}_quarantine"))
     raise EventlakeError(
         ErrorCode.PIPELINE_INVALID,
         f"{where} quarantines rows but writes to {output.describe()}, not a lake table.",
@@ -174,9 +172,17 @@ class Passing(Target):
 
     target: Target
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "guarantee", self.target.guarantee)
-        object.__setattr__(self, "reads", self.target.reads)
+    @property
+    def guarantee(self) -> Guarantee:  # type: ignore[override]
+        """its target's"""
+        return self.target.guarantee
+
+    @property
+    def reads(self) -> int:  # type: ignore[override]
+        return self.target.reads
+
+    def open(self, ctx: FlowContext) -> None:
+        self.target.open(ctx)
 
     def target_id(self, flow: FlowConfig) -> str:
         return self.target.target_id(flow)

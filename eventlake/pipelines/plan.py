@@ -22,6 +22,7 @@ from eventlake.monitoring.observed import count_output
 from eventlake.pipelines.api import FlowSpec, Pipeline
 from eventlake.pipelines.expectations import apply_expectations
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree, watermarks
+from eventlake.scope import RunScope
 from eventlake.storage import Location
 from eventlake.triggers import is_micro_batch
 
@@ -73,6 +74,8 @@ class Plan:
     pipeline: Pipeline
     flows: tuple[PlannedFlow, ...]
     selected: tuple[str, ...]
+    #: The run the plan's flows belong to (their contexts' ``run``).
+    run: RunScope
 
     def chosen(self) -> list[PlannedFlow]:
         """The planned flows that run (all, or those selected with ``flows=``)."""
@@ -139,11 +142,13 @@ def check_flow_names(pipeline: Pipeline, flows: list[str] | None) -> None:
 
 class PlanOptions(TypedDict, total=False):
     """What to plan: ``flows`` (a subset), ``trigger`` (over every flow's own) and
-    ``lake_root`` (instead of the config's: `validate` plans into a scratch folder)."""
+    ``lake_root`` (instead of the config's: `validate` plans into a scratch folder) and
+    ``run`` (the scope the flows will run in; a new one when the plan is only looked at)."""
 
     flows: list[str] | None
     trigger: str | None
     lake_root: Location | Path | None
+    run: RunScope | None
 
 
 def build_plan(
@@ -161,6 +166,7 @@ def build_plan(
     problem is reported at once. ``inspect`` sees each built flow before its output is
     created; a False answer leaves the output uncreated.
     """
+    run = options.get("run") or RunScope()
     flows, trigger = options.get("flows"), options.get("trigger")
     configs = pipeline.configs(settings, options.get("lake_root"))
     check_flow_names(pipeline, flows)
@@ -170,9 +176,10 @@ def build_plan(
         where = f"flow '{spec.query_name}'"
         flow_trigger = trigger or spec.trigger or config.params.trigger
         try:
-            bare = FlowContext.of(config, spark, trigger=flow_trigger)
+            bare = FlowContext.of(config, spark, trigger=flow_trigger, run=run)
             streams = {r: i.read(bare) for r, i in spec.inputs}
-            ctx = FlowContext.of(config, spark, streams, flow_trigger, tuple(spec.all_inputs()))
+            sources = tuple(spec.all_inputs())
+            ctx = FlowContext.of(config, spark, streams, flow_trigger, sources, run=run)
             df = spec.transform(ctx, spec.input.read(ctx))
             if spec.expectations and not is_micro_batch(flow_trigger):
                 raise EventlakeError(
@@ -212,4 +219,4 @@ def build_plan(
         except Exception as exc:
             raise translate(exc, context=f"{where}: creating {spec.output.describe(ctx)}") from exc
     selected = tuple(flows) if flows else tuple(pipeline.flows)
-    return Plan(pipeline=pipeline, flows=tuple(planned), selected=selected)
+    return Plan(pipeline=pipeline, flows=tuple(planned), selected=selected, run=run)

@@ -17,7 +17,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog, write_fingerprint
-from eventlake.connectors.base import take_batch_failure
 from eventlake.context import FlowConfig
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.kafka.admin import list_topics
@@ -39,7 +38,7 @@ class RunResult:
     plan: Plan
     flows: dict[str, FlowTotals] = field(default_factory=dict)
     stopped_by_signal: bool = False
-    #: Late rows written per flow by this run (``eventlake.operations.late``).
+    #: Late rows written per flow by this run (``eventlake.operations.late_rows``).
     late_rows_kept: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -77,9 +76,15 @@ def preflight_topics(
 
 
 def _start_query(flow: PlannedFlow, trigger: str) -> StreamingQuery:
-    return flow.spec.output.start(
-        flow.df, flow.ctx, trigger=trigger, output_mode=flow.spec.output_mode
-    )
+    """Open the flow's output and start its query (the output is closed again when the
+    query cannot start)."""
+    output = flow.spec.output
+    output.open(flow.ctx)
+    try:
+        return output.start(flow.df, flow.ctx, trigger=trigger, output_mode=flow.spec.output_mode)
+    except BaseException:
+        output.close(flow.ctx)
+        raise
 
 
 def _all_ended(queries: list[StreamingQuery]) -> bool:
@@ -93,7 +98,7 @@ class PipelineRunner:
         self.queries: dict[str, StreamingQuery] = {}
 
     def _start(self, flow: PlannedFlow) -> StreamingQuery:
-        take_batch_failure(flow.query_name)  # one an earlier run left
+        self.plan.run.failures.take(flow.query_name)  # one an earlier start left
         try:
             write_fingerprint(flow.checkpoint, flow.fingerprint())
             query = _start_query(flow, flow.trigger)
@@ -107,7 +112,7 @@ class PipelineRunner:
         if query.isActive:
             return None
         # A stop interrupts a running batch function too; only a failed query reports it.
-        recorded = take_batch_failure(name)
+        recorded = self.plan.run.failures.take(name)
         failed = _query_exception(query)
         if failed is None:
             return None
@@ -166,6 +171,7 @@ class PipelineRunner:
                 ended = True
             if not ended:
                 query.stop()
+            flow.spec.output.close(flow.ctx)
             self._check()
 
     def _await_listener(self, timeout: float = 10.0) -> None:
@@ -197,6 +203,9 @@ class PipelineRunner:
         batched = {f.query_name for f in self.plan.flows if is_micro_batch(f.trigger)}
         stop_queries([q for n, q in self.queries.items() if n in batched], graceful=graceful)
         stop_queries([q for n, q in self.queries.items() if n not in batched])
+        for flow in self.plan.flows:
+            if flow.query_name in self.queries:
+                flow.spec.output.close(flow.ctx)
 
 
 def caught_up(last: dict[str, int], totals: dict[str, FlowTotals]) -> bool:
@@ -216,7 +225,7 @@ def stop_queries(
     active = [q for q in queries if q.isActive]
     if graceful:
         # Mark them all first so they end together, each at its own batch boundary.
-        threads = [(q, _end_after_current_batch(q)) for q in active]
+        threads = [(q, end_after_current_batch(q)) for q in active]
         deadline = time.monotonic() + timeout
         for query, thread in threads:
             _await_between_batches(query, thread, deadline)
@@ -224,7 +233,7 @@ def stop_queries(
         query.stop()  # a no-op for a query that has already ended
 
 
-def _end_after_current_batch(query: StreamingQuery) -> Any | None:
+def end_after_current_batch(query: StreamingQuery) -> Any | None:
     """Let a micro-batch query finish its running batch and start no other.
 
     Spark's ``stop()`` interrupts the running batch, leaving its offsets logged and its

@@ -91,7 +91,7 @@ def _deduplicated(ctx: FlowContext, df: DataFrame, fields: dict[str, str]) -> Da
     key, *_, time = fields
     records = kafka_records(df)
     return deduplicated_events(
-        records, fields, time=time, keys=[key], delay=p.watermark, decoder=p.json_decoder
+        ctx, records, fields, time=time, keys=[key], delay=p.watermark, decoder=p.json_decoder
     )
 
 
@@ -174,7 +174,7 @@ def ctr_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
     p = ctx.typed(AdsParams)
     hourly = (
-        windowed(df, "impression_time", p.ctr_watermark, p.ctr_window, "ad_id")
+        windowed(ctx, df, "impression_time", p.ctr_watermark, p.ctr_window, "ad_id")
         .agg(
             F.size(F.collect_set("impression_id")).alias("impressions"),
             F.size(F.collect_set("click_id")).alias("clicks"),

@@ -64,14 +64,9 @@ CLICK_FIELDS = {
 def clicks(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid events, typed, de-duplicated by event_id within the watermark."""
     p = ctx.typed(ClickstreamParams)
-    return deduplicated_events(
-        kafka_records(df),
-        CLICK_FIELDS,
-        time="event_time",
-        keys=["event_id"],
-        delay=p.watermark,
-        decoder=p.json_decoder,
-    )
+    records = kafka_records(df)
+    return deduplicated_events(ctx, records, CLICK_FIELDS, time="event_time", keys=["event_id"],
+                               delay=p.watermark, decoder=p.json_decoder)  # fmt: skip
 
 
 @clickstream.flow(input=KafkaInput(), output=DeltaOutput("silver", "clicks_quarantine"))
@@ -92,7 +87,7 @@ def user_clicks_5min(ctx: FlowContext, df: DataFrame) -> DataFrame:
     # Clicks are counted, not filtered first: Spark would push such a filter below the
     # watermark, which would then follow click events only.
     counts = (
-        windowed(df, "event_time", p.watermark, p.window, "user_id")
+        windowed(ctx, df, "event_time", p.watermark, p.window, "user_id")
         .agg(F.count_if(F.col("event_type") == "click").alias("clicks"))
         .where(F.col("clicks") > 0)
     )

@@ -158,7 +158,7 @@ def revenue_hourly(ctx: FlowContext, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     p = ctx.typed(OrdersParams)
-    revenue = windowed(df, "event_time", p.window_delay, p.revenue_window, "category").agg(
+    revenue = windowed(ctx, df, "event_time", p.window_delay, p.revenue_window, "category").agg(
         F.count("*").alias("order_count"), F.sum("amount").alias("total_amount")
     )
     return flatten_window(revenue)
@@ -174,7 +174,7 @@ def category_sliding(ctx: FlowContext, df: DataFrame) -> DataFrame:
 
     p = ctx.typed(OrdersParams)
     window, slide = p.sliding_window, p.sliding_slide
-    counts = windowed(df, "event_time", p.window_delay, window, "category", slide=slide)
+    counts = windowed(ctx, df, "event_time", p.window_delay, window, "category", slide=slide)
     return flatten_window(counts.agg(F.count("*").alias("order_count")))
 
 

@@ -60,14 +60,10 @@ STATS_DDL = (
 def readings(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Valid readings, typed, de-duplicated by sensor and event time within the watermark."""
     p = ctx.typed(SensorsParams)
-    return deduplicated_events(
-        kafka_records(df),
-        READING_FIELDS,
-        time="event_time",
-        keys=["sensor_id", "event_time"],
-        delay=p.watermark,
-        decoder=p.json_decoder,
-    )
+    records = kafka_records(df)
+    keys = ["sensor_id", "event_time"]
+    return deduplicated_events(ctx, records, READING_FIELDS, time="event_time", keys=keys,
+                               delay=p.watermark, decoder=p.json_decoder)  # fmt: skip
 
 
 @sensors.flow(input=KafkaInput(), output=DeltaOutput("silver", "sensor_readings_quarantine"))
@@ -82,7 +78,7 @@ def sliding_stats(ctx: FlowContext, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     p = ctx.typed(SensorsParams)
-    stats = windowed(df, "event_time", p.watermark, p.window, "sensor_id", slide=p.slide).agg(
+    stats = windowed(ctx, df, "event_time", p.watermark, p.window, "sensor_id", slide=p.slide).agg(
         F.count("*").alias("readings"),
         F.avg("temperature").alias("avg_temperature"),
         F.min("temperature").alias("min_temperature"),

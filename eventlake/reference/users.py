@@ -24,7 +24,6 @@ overwrites a newer state, and a duplicate changes nothing. Tombstones are ignore
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -141,23 +140,6 @@ def _valid(df: DataFrame) -> Column:
     return ~F.col("is_tombstone") & F.col("reason").isNull()
 
 
-_PER_BATCH: dict[tuple[str, str], tuple[tuple[str, int], DataFrame]] = {}
-
-
-def _once_per_batch(name: str, batch: BatchContext, build: Callable[[], DataFrame]) -> DataFrame:
-    """``build()`` persisted and shared by the batch's targets; the previous batch's copy
-    is released when the next batch asks."""
-    slot, key = (batch.flow, name), (batch.stream_id, batch.batch_id)
-    cached = _PER_BATCH.get(slot)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    if cached is not None:
-        cached[1].unpersist()
-    df = build().persist()
-    _PER_BATCH[slot] = (key, df)
-    return df
-
-
 def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
     """Every valid change in bronze of the users this batch touches, one per instant.
 
@@ -181,7 +163,7 @@ def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchCo
             )
         )
 
-    return _once_per_batch("changes", batch, build)
+    return batch.memo("changes", build)
 
 
 def latest_state(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
@@ -206,7 +188,7 @@ def latest_state(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> 
             )
         )
 
-    return _once_per_batch("latest", batch, build)
+    return batch.memo("latest", build)
 
 
 def history(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:

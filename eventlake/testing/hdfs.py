@@ -7,13 +7,11 @@ Spark reaches it with no extra jars: pyspark's shaded Hadoop client speaks ``hdf
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 from pathlib import Path
 
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.paths import HDFS_TEST_JARS, jar_files
-from eventlake.processes import HOST, free_port, java_executable, port_open, stop_pid_file
+from eventlake.processes import HOST, ManagedProcess, free_port, java_executable, port_open
 
 MAIN = "org.apache.hadoop.test.MiniDFSClusterManager"
 #: pyspark's own jars the minicluster runs with: its shaded Hadoop client and logging.
@@ -37,6 +35,14 @@ class EmbeddedHdfs:
         self.data_dir = data_dir.absolute()
         self.port = port or free_port()
         self.datanodes = datanodes
+        self.process = ManagedProcess(
+            "HDFS",
+            pid_file=self.data_dir / "hdfs.pid",
+            marker=MAIN,
+            log_file=self.data_dir / "hdfs.log",
+            failed=ErrorCode.HDFS_START_FAILED,
+            fix=f"read {self.data_dir / 'hdfs.log'}; `make test-jars` if classes are missing",
+        )
 
     @property
     def uri(self) -> str:
@@ -44,11 +50,7 @@ class EmbeddedHdfs:
 
     @property
     def log_file(self) -> Path:
-        return self.data_dir / "hdfs.log"
-
-    @property
-    def _pid_file(self) -> Path:
-        return self.data_dir / "hdfs.pid"
+        return self.process.log_file
 
     @property
     def _details(self) -> Path:
@@ -72,34 +74,16 @@ class EmbeddedHdfs:
             "-D", f"hdfs.minidfs.basedir={self.data_dir / 'dfs'}",
             "-D", "dfs.permissions.enabled=false",
         ]  # fmt: skip
-        with self.log_file.open("ab") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                    cwd=self.data_dir)  # fmt: skip
-        self._pid_file.write_text(str(proc.pid))
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                self._pid_file.unlink(missing_ok=True)
-                raise EventlakeError(
-                    ErrorCode.HDFS_START_FAILED,
-                    f"HDFS exited with code {proc.returncode} during start. Last log lines:\n"
-                    + "\n".join(self.log_file.read_text(errors="replace").splitlines()[-15:]),
-                    fix=f"read {self.log_file}; `make test-jars` if classes are missing",
-                )
-            if self._details.is_file() and json.loads(self._details.read_text() or "{}"):
-                return self.uri
-            time.sleep(0.25)
-        self.stop()
-        raise EventlakeError(
-            ErrorCode.HDFS_START_FAILED,
-            f"HDFS did not come up on port {self.port} within {timeout:.0f}s.",
-            fix=f"read {self.log_file}; the machine may be overloaded",
-        )
+        proc = self.process.launch(cmd, cwd=self.data_dir)
+        self.process.await_ready(self._up, [proc], timeout=timeout, where=f"on port {self.port}")
+        return self.uri
+
+    def _up(self) -> bool:
+        return self._details.is_file() and bool(json.loads(self._details.read_text() or "{}"))
 
     def stop(self, *, timeout: float = 30.0) -> bool:
         """Stop the cluster (SIGTERM, then SIGKILL); False when it was not running."""
-        return stop_pid_file(self._pid_file, MAIN, timeout=timeout)
+        return self.process.stop(timeout=timeout)
 
     def __enter__(self) -> EmbeddedHdfs:
         self.start()

@@ -1,6 +1,11 @@
 """Replaying a Kafka-fed query's micro-batches: which records each batch read, and the
 watermark rule Spark applied, so a test can compute the expected result batch by batch.
 
+The rule here is written in plain Python on purpose: tests compare eventlake's late-row
+judgement (``eventlake.watermarks``) and Spark's drops with it, so it must not be computed
+by the code under test. The batches come from the checkpoint's offsets log
+(``CheckpointLog.batch_reads``), the one walk of it.
+
 Spark's rule, pinned by eventlake's tests: batch N runs with watermark ``W[N]`` = the
 newest event time seen in batches before N minus the delay (never moving back). A
 stateful operator in batch N drops a row at or behind ``W[N-1]``, the watermark of the
@@ -11,47 +16,32 @@ evicts and emits state with ``W[N]``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from eventlake.checkpoints import CheckpointLog
+from eventlake.checkpoints import BatchRead, CheckpointLog
 from eventlake.storage import Location
 
 R = TypeVar("R")
 EPOCH = datetime(1970, 1, 1)
 
 
-@dataclass(frozen=True)
-class KafkaBatch:
-    batch_id: int
-    #: The watermark the batch ran with, as logged by Spark.
-    watermark: datetime
-    #: ``(topic, partition) -> (first offset, end offset)`` read by the batch.
-    ranges: dict[tuple[str, int], tuple[int, int]]
+class KafkaBatch(BatchRead):
+    """A batch's Kafka offset ranges and its watermark as a time."""
 
-    def holds(self, topic: str, partition: int, offset: int) -> bool:
-        first, end = self.ranges.get((topic, partition), (0, 0))
-        return first <= offset < end
+    @property
+    def watermark(self) -> datetime:
+        """The watermark the batch ran with, as logged by Spark."""
+        return EPOCH + timedelta(milliseconds=self.watermark_ms)
 
 
 def kafka_batches(checkpoint: Location | Path, source: int = 0) -> list[KafkaBatch]:
     """Every planned batch of a query reading Kafka (source number ``source``)."""
-    log = CheckpointLog(Location(checkpoint))
-    done: dict[tuple[str, int], int] = {}
-    batches = []
-    for batch in log.planned:
-        ends = {
-            (topic, int(p)): int(end)
-            for topic, parts in log.source_offsets(batch, source).items()
-            for p, end in parts.items()
-        }
-        ranges = {tp: (done.get(tp, 0), end) for tp, end in ends.items()}
-        done.update(ends)
-        wm = EPOCH + timedelta(milliseconds=log.watermark_ms(batch))
-        batches.append(KafkaBatch(batch, wm, ranges))
-    return batches
+    return [
+        KafkaBatch(r.batch_id, r.watermark_ms, r.ranges)
+        for r in CheckpointLog(Location(checkpoint)).batch_reads(source)
+    ]
 
 
 def by_batch(

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 #: Marks heartbeat rows between the union and the filter after the watermark.
 HEARTBEAT = "_eventlake_heartbeat"
-#: The last probe per checkpoint in this (worker) process: (monotonic time, idle).
-_PROBED: dict[str, tuple[float, bool]] = {}
+#: A probe's answer holds this long (seconds) for further heartbeat rows of its task.
+PROBE_SECONDS = 1.0
 
 
 def idle_seconds(kafka: KafkaSettings, topics: list[str], checkpoint: str) -> float | None:
@@ -39,7 +39,7 @@ def idle_seconds(kafka: KafkaSettings, topics: list[str], checkpoint: str) -> fl
     from confluent_kafka import TopicPartition
 
     from eventlake.checkpoints import CheckpointLog
-    from eventlake.monitoring.lag import _consumer, _timestamps, kafka_lag, parse_kafka_offsets
+    from eventlake.monitoring.lag import kafka_lag, parse_kafka_offsets, record_timestamps
     from eventlake.storage import Location
 
     log = CheckpointLog(Location(checkpoint))
@@ -53,12 +53,28 @@ def idle_seconds(kafka: KafkaSettings, topics: list[str], checkpoint: str) -> fl
     if not lags or any(lag.records for lag in lags):
         return None
     newest = [TopicPartition(g.topic, g.partition, g.latest - 1) for g in lags if g.latest > 0]
-    consumer = _consumer(kafka)
-    try:
-        stamps = _timestamps(consumer, newest, 5.0)
-    finally:
-        consumer.close()
+    stamps = record_timestamps(kafka, newest, 5.0)
     return time.time() - max(stamps.values()) if stamps else float("inf")
+
+
+class IdleProbe:
+    """Whether a flow's input is idle: the UDF that lets heartbeat rows through. Pickled
+    into the task, it holds its last answer for :data:`PROBE_SECONDS`, so a batch with
+    many heartbeat rows probes the broker about once a second."""
+
+    def __init__(
+        self, kafka: KafkaSettings, topics: list[str], checkpoint: str, idle_timeout: float
+    ) -> None:
+        self.kafka, self.topics, self.checkpoint = kafka, topics, checkpoint
+        self.idle_timeout = idle_timeout
+        self._last: tuple[float, bool] | None = None
+
+    def __call__(self, _tick: Any) -> bool:
+        now = time.monotonic()
+        if self._last is None or now - self._last[0] >= PROBE_SECONDS:
+            seconds = idle_seconds(self.kafka, self.topics, self.checkpoint)
+            self._last = (now, seconds is not None and seconds >= self.idle_timeout)
+        return self._last[1]
 
 
 def with_heartbeats(
@@ -89,15 +105,7 @@ def with_heartbeats(
             fix="unset pipelines.<p>.idle_timeout, or keep this pipeline's checkpoints local",
         )
 
-    def idle(_tick: Any) -> bool:
-        # One probe a second per worker however many heartbeat rows a batch holds.
-        now = time.monotonic()
-        seen = _PROBED.get(checkpoint)
-        if seen is None or now - seen[0] >= 1.0:
-            seconds = idle_seconds(kafka, topics, checkpoint)
-            seen = _PROBED[checkpoint] = (now, seconds is not None and seconds >= idle_timeout)
-        return seen[1]
-
+    idle = IdleProbe(kafka, topics, checkpoint, idle_timeout)
     probe = F.udf(idle, BooleanType(), useArrow=False).asNondeterministic()
     beats = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
     fields = [

@@ -14,6 +14,8 @@ from eventlake.config.params import JsonDecoder
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from eventlake.watermarks import Watermarking
+
 CORRUPT = "_corrupt_record"
 INVALID_JSON = "invalid_json"
 NULL_VALUE = "null_value"
@@ -153,6 +155,7 @@ def checked_events(
 
 
 def deduplicated_events(
+    ctx: Watermarking,
     records: DataFrame,
     fields: dict[str, str],
     *,
@@ -162,10 +165,11 @@ def deduplicated_events(
     decoder: JsonDecoder = "spark",
 ) -> DataFrame:
     """The valid events of :func:`checked_events` (``fields`` plus Kafka ``partition`` and
-    ``offset``), watermarked on ``time`` by ``delay`` and de-duplicated by ``keys`` within
-    it. Here Spark drops an event at or behind the previous batch's watermark."""
+    ``offset``), watermarked on ``time`` by ``delay`` (``ctx.with_watermark``) and
+    de-duplicated by ``keys`` within it. Here Spark drops an event at or behind the
+    previous batch's watermark."""
     from pyspark.sql import functions as F
 
     valid = checked_events(records, fields, decoder=decoder).where(F.col("reason").isNull())
     typed = valid.select(*fields, "partition", "offset")
-    return typed.withWatermark(time, delay).dropDuplicatesWithinWatermark(keys)
+    return ctx.with_watermark(typed, time, delay).dropDuplicatesWithinWatermark(keys)

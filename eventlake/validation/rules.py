@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from eventlake.connectors import DeltaOutput, KafkaInput, KafkaOutput, MemoryOutput
+from eventlake.connectors import TriggerKind
 from eventlake.errors import CODES, EventlakeError
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode
 from eventlake.triggers import parse_trigger
@@ -71,8 +71,22 @@ def rule(code: str) -> Callable[..., object]:
     return register
 
 
-def _reads_kafka(flow: PlannedFlow) -> bool:
-    return any(isinstance(i, KafkaInput) for i in flow.spec.all_inputs())
+def _offset_limited(flow: PlannedFlow) -> bool:
+    return any(i.capabilities.offset_limits for i in flow.spec.all_inputs())
+
+
+def _loses_to_retention(flow: PlannedFlow) -> bool:
+    return any(i.capabilities.retention_loss for i in flow.spec.all_inputs())
+
+
+def _unsupported(flow: PlannedFlow, kind: TriggerKind) -> Iterator[Issue]:
+    """The flow's inputs and output that do not run under a ``kind`` trigger."""
+    for source in flow.spec.all_inputs():
+        if kind not in source.capabilities.triggers:
+            yield Issue(f"uses the {kind} trigger with input {source.describe(flow.ctx)}")
+    output = flow.spec.output
+    if kind not in output.capabilities.triggers:
+        yield Issue(f"uses the {kind} trigger with output {output.describe(flow.ctx)}")
 
 
 def _trigger(flow: PlannedFlow) -> dict[str, object]:
@@ -102,8 +116,9 @@ def _complete_without_agg(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
 @rule("EL-V003")
 def _mode_not_supported(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
     output = flow.spec.output
-    if flow.spec.output_mode not in output.output_modes:
-        modes = ", ".join(sorted(output.output_modes))
+    accepted = output.capabilities.output_modes
+    if flow.spec.output_mode not in accepted:
+        modes = ", ".join(sorted(accepted))
         mode = flow.spec.output_mode
         yield Issue(
             f"writes in {mode} mode to {output.describe(flow.ctx)}, which takes only {modes}"
@@ -117,10 +132,7 @@ def _continuous(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
     stateful = [n.name for n in tree.walk() if n.name in (*STATEFUL, "Join")]
     if stateful:
         yield Issue(f"uses the continuous trigger with {', '.join(sorted(set(stateful)))}")
-    if not isinstance(flow.spec.output, KafkaOutput | MemoryOutput):
-        yield Issue(
-            f"uses the continuous trigger with output {flow.spec.output.describe(flow.ctx)}"
-        )
+    yield from _unsupported(flow, TriggerKind.CONTINUOUS)
 
 
 @rule("EL-V010")
@@ -135,10 +147,7 @@ def _real_time(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
     }
     if stateful:
         yield Issue(f"uses the real-time trigger with {', '.join(sorted(stateful))}")
-    if not all(isinstance(i, KafkaInput) for i in flow.spec.all_inputs()):
-        yield Issue("uses the real-time trigger with an input other than Kafka")
-    if not isinstance(flow.spec.output, KafkaOutput):
-        yield Issue(f"uses the real-time trigger with output {flow.spec.output.describe(flow.ctx)}")
+    yield from _unsupported(flow, TriggerKind.REAL_TIME)
 
 
 @rule("EL-V006")
@@ -181,10 +190,8 @@ def _outer_join(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
 @rule("EL-V009")
 def _partition_columns(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
     output = flow.spec.output
-    if not isinstance(output, DeltaOutput):
-        return
     top = set(flow.df.columns)
-    bad = [c for c in output.partition_by if c not in top]
+    bad = [c for c in output.partition_columns() if c not in top]
     if bad:
         yield Issue(
             f"partitions {output.describe(flow.ctx)} by {', '.join(bad)}, which is "
@@ -223,7 +230,7 @@ def _dedup_keys(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
 
 @rule("EL-W103")
 def _kafka_backpressure(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
-    if _reads_kafka(flow) and flow.ctx.params.max_offsets_per_trigger is None:
+    if _offset_limited(flow) and flow.ctx.params.max_offsets_per_trigger is None:
         yield Issue("reads Kafka with no bound on a batch's size")
 
 
@@ -277,7 +284,7 @@ def _hdfs_state(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
 @rule("EL-W109")
 def _data_loss(flow: PlannedFlow, tree: PlanNode) -> Iterator[Issue]:
     p = flow.ctx.params
-    if _reads_kafka(flow) and not p.fail_on_data_loss and not p.data_loss_note:
+    if _loses_to_retention(flow) and not p.fail_on_data_loss and not p.data_loss_note:
         yield Issue("reads Kafka with fail_on_data_loss=false and no note why")
 
 

@@ -32,7 +32,7 @@ def sliding(ctx: FlowContext, df: DataFrame) -> DataFrame:
     """Events per user and 10-minute window sliding by 5 minutes."""
     from pyspark.sql import functions as F
 
-    watermarked = events(df).withWatermark("ts", "5 minutes")
+    watermarked = ctx.with_watermark(events(df), "ts", "5 minutes")
     return watermarked.groupBy(F.window("ts", "10 minutes", "5 minutes"), "user").count()
 
 

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from eventlake.config import Settings
 from eventlake.kafka import produce
 from eventlake.monitoring import BatchProgress, ProgressListener
-from eventlake.operations.late import MARK_FILE
+from eventlake.operations.late_rows import MARK_FILE
 from eventlake.pipelines.runner import RunResult
 from eventlake.run import run_pipeline
 from eventlake.testing import read_delta, settings_for
@@ -143,3 +143,65 @@ def test_late_rows_are_kept_per_operator_and_replayed_once_after_a_death(
     fourth, _ = _run(settings, ["deduplicated"])
     assert fourth.late_rows_kept.get("late.deduplicated", 0) == 0
     assert _ids(_rows(lake / "silver" / "events_late")) == ["e5", "e6"]
+
+
+def test_lateness_measured_on_two_threads_while_late_rows_are_kept(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """Watermarks are recorded per build of a transform, not by patching pyspark: two
+    threads measuring lateness during a run that keeps late rows get what one measurement
+    alone gets, the run keeps the same late rows, and DataFrame is left untouched."""
+    import threading
+
+    from pyspark.sql import DataFrame
+
+    from eventlake.operations.lateness_report import Lateness, measure_lateness
+
+    frame = type(spark.range(1))
+    own = (frame.withWatermark, frame.groupBy, DataFrame.withWatermark, DataFrame.groupBy)
+    topic = make_topic(partitions=2)
+    settings = settings_for(tmp_path, bootstrap, late={"topic": topic})
+    produce(bootstrap, topic, [_event("e1", "a", "00:01:00"), _event("e4", "a", "00:30:00")])
+    _run(settings, ["deduplicated", "sliding"])
+    produce(bootstrap, topic, [_event("e5", "b", "00:02:00"), _event("e6", "c", "00:22:00"),
+                               _event("e7", "a", "00:33:00")])  # fmt: skip
+    flows = ("deduplicated", "sliding")
+    alone = {f: measure_lateness(late, f, settings, spark) for f in flows}
+    # e5 and e6 are behind the newest event before them by more than the delay (e1 too,
+    # when e4 arrived first on the other partition).
+    assert [r.records for f in flows for r in alone[f]] == [5, 5]
+    assert all(r.dropped >= 2 for f in flows for r in alone[f])
+
+    measured: dict[str, list[list[Lateness]]] = {f: [] for f in flows}
+    errors: list[BaseException] = []
+    running = threading.Event()
+    running.set()
+
+    def measure(flow: str) -> None:
+        try:
+            while running.is_set() or not measured[flow]:
+                measured[flow].append(measure_lateness(late, flow, settings, spark))
+        except BaseException as exc:  # reported below, on the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=measure, args=(f,)) for f in flows]
+    for t in threads:
+        t.start()
+    try:
+        result, _ = _run(settings, list(flows))
+    finally:
+        running.clear()
+        for t in threads:
+            t.join(300)
+    assert errors == []
+    for flow in flows:
+        assert measured[flow]
+        assert all(m == alone[flow] for m in measured[flow])
+    assert result.late_rows_kept == {"late.deduplicated": 2, "late.sliding": 3}
+    lake = tmp_path / "lake"
+    assert _ids(_rows(lake / "silver" / "events_late")) == ["e5", "e6"]
+    windows = _rows(lake / "gold" / "sliding_late")
+    assert sorted((_ids([r])[0], r["window_end"]) for r in windows) == [
+        ("e5", _at("00:05:00")), ("e5", _at("00:10:00")), ("e6", _at("00:25:00"))]  # fmt: skip
+    after = (frame.withWatermark, frame.groupBy, DataFrame.withWatermark, DataFrame.groupBy)
+    assert after == own

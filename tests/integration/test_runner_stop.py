@@ -15,7 +15,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from eventlake.checkpoints import CheckpointLog
 from eventlake.connectors import DeltaOutput, RateInput
 from eventlake.pipelines import Pipeline, runner
-from eventlake.pipelines.runner import _end_after_current_batch, stop_queries
+from eventlake.pipelines.runner import end_after_current_batch, stop_queries
 from eventlake.run import run_pipeline
 from eventlake.testing import settings_for, wait_until
 
@@ -33,11 +33,11 @@ def test_graceful_stop_finishes_the_running_batch(
     marked = threading.Event()
 
     def mark(q: StreamingQuery) -> Any | None:
-        thread = _end_after_current_batch(q)
+        thread = end_after_current_batch(q)
         marked.set()
         return thread
 
-    monkeypatch.setattr(runner, "_end_after_current_batch", mark)
+    monkeypatch.setattr(runner, "end_after_current_batch", mark)
 
     def slow(df: DataFrame, batch_id: int) -> None:
         seen.append((batch_id, "start"))
@@ -79,10 +79,10 @@ def test_idle_query_stops_without_waiting_for_its_next_trigger(
         marks: list[object] = []
 
         def spy(q: StreamingQuery) -> object:
-            marks.append(_end_after_current_batch(q))
+            marks.append(end_after_current_batch(q))
             return marks[-1]
 
-        monkeypatch.setattr(runner, "_end_after_current_batch", spy)
+        monkeypatch.setattr(runner, "end_after_current_batch", spy)
         started = time.monotonic()
         runner.stop_queries([query], graceful=True)
         assert time.monotonic() - started < 10

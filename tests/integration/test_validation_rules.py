@@ -154,7 +154,7 @@ def test_v010_real_time_with_state_a_rate_input_and_a_delta_sink(
     assert codes(report) == ["EL-V010"] * 3
     whats = " ".join(f.what for f in report.findings)
     assert "DeduplicateWithinWatermark" in whats
-    assert "input other than Kafka" in whats
+    assert "real-time trigger with input rate:" in whats
     assert "delta:" in whats
     refused_before_start(spark, tmp_path, report, "processing-time trigger")
     # Stateless Kafka -> Kafka is what real-time mode runs: no finding.

@@ -10,7 +10,7 @@ from eventlake.kafka.broker import EmbeddedKafkaBroker, EmbeddedKafkaCluster, Qu
 
 def _props(broker: EmbeddedKafkaBroker, controller_port: int) -> dict[str, str]:
     broker.data_dir.mkdir(parents=True, exist_ok=True)
-    broker._write_config(controller_port)
+    broker.write_config(controller_port)
     lines = (broker.data_dir / "server.properties").read_text().splitlines()
     return dict(line.split("=", 1) for line in lines if line)
 

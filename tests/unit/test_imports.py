@@ -1,4 +1,5 @@
-"""The package's layers import in one direction: no cycle between its packages and modules."""
+"""The package's layers import in one direction: every import, type-only and
+function-local ones too, goes down the documented layer order (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -18,25 +19,66 @@ def _module_name(path: Path) -> str:
     return ".".join(rel.parts).removesuffix(".__init__")
 
 
+#: The layers, lowest first: a module imports only from layers below its own.
+LAYERS: list[tuple[str, ...]] = [
+    ("errors",),
+    ("durations", "storage", "paths", "processes", "state"),
+    ("triggers", "kafka"),
+    ("config",),
+    ("postgres", "checkpoints", "generator"),
+    ("monitoring", "watermarks"),
+    ("transforms",),
+    ("scope",),
+    ("context",),
+    ("connectors",),
+    ("pipelines",),
+    ("reference", "cluster"),
+    ("session",),
+    ("operations",),
+    ("validation",),
+    ("run",),
+    ("testing",),
+    ("demo",),
+    ("cli",),
+    ("resources",),  # spark-submit's application file: it runs the CLI
+]
+RANK = {f"eventlake.{name}": i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def imported_nodes(source: str, node: str) -> set[str]:
+    """The other nodes that the module ``source`` (text, of node ``node``) imports, from
+    every import statement anywhere in it: top level, type-only and inside functions."""
+    found: set[str] = set()
+    for stmt in ast.walk(ast.parse(source)):
+        targets: list[str] = []
+        if isinstance(stmt, ast.Import):
+            targets = [alias.name for alias in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+            targets = [stmt.module]
+        found |= {_node(t) for t in targets if t.startswith("eventlake.") and _node(t) != node}
+    return found
+
+
 def import_graph() -> dict[str, set[str]]:
-    """Each node's imports of other nodes, from every import statement (type-only too)."""
+    """Each node's imports of other nodes, from every import statement."""
     graph: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         name = _module_name(path)
         if name == "eventlake":
             continue  # the root package only re-exports
-        source = _node(name)
-        edges = graph.setdefault(source, set())
-        for stmt in ast.walk(ast.parse(path.read_text())):
-            targets: list[str] = []
-            if isinstance(stmt, ast.Import):
-                targets = [alias.name for alias in stmt.names]
-            elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
-                targets = [stmt.module]
-            for target in targets:
-                if target.startswith("eventlake.") and _node(target) != source:
-                    edges.add(_node(target))
+        node = _node(name)
+        graph.setdefault(node, set()).update(imported_nodes(path.read_text(), node))
     return graph
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Edges that do not go down the layer order (or reach a node no layer lists)."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if a not in RANK or b not in RANK or RANK[b] >= RANK[a]
+    )
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -78,3 +120,32 @@ def test_runtime_never_imports_the_validator() -> None:
     graph = import_graph()
     for runtime in ("eventlake.connectors", "eventlake.pipelines", "eventlake.checkpoints"):
         assert "eventlake.validation" not in graph[runtime], runtime
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    graph = import_graph()
+    assert set(graph) <= set(RANK), sorted(set(graph) - set(RANK))
+    assert upward(graph) == []
+
+
+def test_a_function_local_import_up_the_layers_is_caught() -> None:
+    source = "def f() -> None:\n    from eventlake.cli.main import main\n"
+    edges = imported_nodes(source, "eventlake.context")
+    assert edges == {"eventlake.cli"}
+    assert upward({"eventlake.context": edges}) == ["eventlake.context -> eventlake.cli"]
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    """A ``_name`` stays in its module: other modules and the tests use public API (or
+    ``eventlake.testing``)."""
+    root = PACKAGE.parent
+    crossing = []
+    for path in [*PACKAGE.rglob("*.py"), *(root / "tests").rglob("*.py")]:
+        for stmt in ast.walk(ast.parse(path.read_text())):
+            if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").startswith("eventlake"):
+                crossing += [
+                    f"{path.relative_to(root)}: {stmt.module}.{alias.name}"
+                    for alias in stmt.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert crossing == []

@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eventlake.operations.late import (
-    _SESSION,
+from eventlake.operations.late_rows import (
     MARK_FILE,
-    _read_mark,
-    _seed,
-    _write_mark,
-    sliding,
+    read_late_mark,
+    seed_replay_checkpoint,
+    write_late_mark,
 )
-from eventlake.operations.lateness import WatermarkCall
 from eventlake.storage import Location
+from eventlake.watermarks import SESSION_WINDOW, WatermarkCall, sliding
 
 
 def _checkpoint(root: Path, planned: int, committed: int) -> Path:
@@ -34,7 +32,7 @@ def _checkpoint(root: Path, planned: int, committed: int) -> Path:
 def test_seed_holds_the_batch_its_predecessor_and_the_sources_only(tmp_path: Path) -> None:
     checkpoint = _checkpoint(tmp_path / "cp", planned=4, committed=4)
     scratch = tmp_path / "scratch"
-    _seed(Location(checkpoint), scratch, 3)
+    seed_replay_checkpoint(Location(checkpoint), scratch, 3)
     assert sorted(p.name for p in (scratch / "offsets").iterdir()) == ["2", "3"]
     assert sorted(p.name for p in (scratch / "commits").iterdir()) == ["2"]
     assert (scratch / "offsets" / "3").read_text() == (checkpoint / "offsets" / "3").read_text()
@@ -48,25 +46,27 @@ def test_seed_holds_the_batch_its_predecessor_and_the_sources_only(tmp_path: Pat
 def test_seed_of_the_first_batch_has_no_commit(tmp_path: Path) -> None:
     checkpoint = _checkpoint(tmp_path / "cp", planned=1, committed=1)
     scratch = tmp_path / "scratch"
-    _seed(Location(checkpoint), scratch, 0)
+    seed_replay_checkpoint(Location(checkpoint), scratch, 0)
     assert [p.name for p in (scratch / "offsets").iterdir()] == ["0"]
     assert not any((scratch / "commits").iterdir())
 
 
 def test_mark_round_trip_and_absent(tmp_path: Path) -> None:
-    assert _read_mark(Location(tmp_path)) is None
-    _write_mark(Location(tmp_path), 7)
+    assert read_late_mark(Location(tmp_path)) is None
+    write_late_mark(Location(tmp_path), 7)
     assert json.loads((tmp_path / MARK_FILE).read_text()) == {"checked": 7}
-    assert _read_mark(Location(tmp_path)) == 7
-    _write_mark(Location(tmp_path / "missing"), 3)  # no checkpoint folder: nothing written
+    assert read_late_mark(Location(tmp_path)) == 7
+    write_late_mark(Location(tmp_path / "missing"), 3)  # no checkpoint folder: nothing written
     assert not (tmp_path / "missing").exists()
 
 
 def test_session_gap_is_read_from_the_grouping_column() -> None:
-    found = _SESSION.match("session_window(ts, '3 minutes') AS session")
+    found = SESSION_WINDOW.match("session_window(ts, '3 minutes') AS session")
     assert found is not None
     assert (found.group("col"), found.group("gap").strip()) == ("ts", "3 minutes")
-    assert _SESSION.match("session_window(ts, CASE WHEN (user = a) THEN 1 minute END)") is None
+    assert (
+        SESSION_WINDOW.match("session_window(ts, CASE WHEN (user = a) THEN 1 minute END)") is None
+    )
 
 
 def test_sliding_windows_are_told_from_tumbling_ones() -> None:

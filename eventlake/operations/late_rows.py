@@ -28,37 +28,34 @@ from __future__ import annotations
 import json
 import logging
 import queue
-import re
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from eventlake.checkpoints import CheckpointLog, stream_id
 from eventlake.connectors.delta import write_once
 from eventlake.context import FlowContext
-from eventlake.durations import duration_ms
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.monitoring import BatchProgress, ProgressListener
 from eventlake.monitoring.metrics import PipelineMetrics
 from eventlake.monitoring.progress import INTERNAL_QUERY_PREFIX
-from eventlake.operations.lateness import WatermarkCall, watermark_hook
 from eventlake.pipelines.plan import PlannedFlow
 from eventlake.pipelines.plan_tree import planned_operators
 from eventlake.storage import Location, filesystem
 from eventlake.triggers import ONCE, apply_trigger, is_micro_batch
+from eventlake.watermarks import LATE, WINDOW, WatermarkCall, flag_late
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
     from rich.console import Console
 
 log = logging.getLogger(__name__)
 
 #: Beside a flow's checkpoint: the last batch whose late rows were looked for.
 MARK_FILE = "eventlake-late.json"
-_SESSION = re.compile(r"session_window\((?P<col>[^,]+),\s*'?(?P<gap>\d[^')]*)'?\)")
 
 
 def late_table(flow: PlannedFlow) -> tuple[str, str]:
@@ -75,6 +72,8 @@ def not_kept(flow: PlannedFlow) -> str | None:
     """Why the flow's late rows are not kept (None: they are)."""
     if not flow.spec.keep_late:
         return "declared with keep_late=False"
+    if not flow.spec.output.capabilities.late_rows:
+        return f"{flow.spec.output.describe(flow.ctx)} keeps no late rows beside it"
     if not is_micro_batch(flow.trigger):
         return f"the {flow.trigger} trigger has no batches to replay"
     if flow.spec.output_mode == "complete":
@@ -85,6 +84,11 @@ def not_kept(flow: PlannedFlow) -> str | None:
         return "it has no watermark"
     if flow.spec.inputs or len(marks) > 1:
         return "it reads more than one watermarked stream (joins drop by their condition)"
+    if len(flow.ctx.watermarks.calls) != 1:
+        return (
+            "its watermark is set with DataFrame.withWatermark: declare it with "
+            "ctx.with_watermark (or eventlake's windowed/deduplicated_events) to keep late rows"
+        )
     operators = planned_operators(tree)
     if not operators:
         return "it keeps no state, so its watermark drops nothing"
@@ -94,54 +98,6 @@ def not_kept(flow: PlannedFlow) -> str | None:
     ):
         return "its aggregation keys carry no event time, so Spark drops nothing late"
     return None
-
-
-def _text(col: Any) -> str:
-    return str(col).removeprefix("Column<'").removesuffix("'>")
-
-
-#: Added by :func:`flag_late`: whether the row (for windows: the row in that window) is late.
-LATE = "_eventlake_late"
-#: Added by :func:`flag_late` for window aggregations: the window of the row.
-WINDOW = "_eventlake_window"
-
-
-def flag_late(mark: WatermarkCall, df: DataFrame, threshold: Column, where: str = "") -> DataFrame:
-    """``df`` (rows at ``mark``'s watermark) with :data:`LATE`: whether the operator after
-    the watermark drops it when the late-events watermark is ``threshold`` (epoch ms).
-
-    For an aggregation by ``window(...)`` each row comes once per window it falls in, with
-    that window in :data:`WINDOW` (once per row for a tumbling window).
-    """
-    from pyspark.sql import functions as F
-
-    texts = [_text(c) for c in mark.grouping]
-    window = next((c for c, t in zip(mark.grouping, texts, strict=True)
-                   if t.startswith("window(")), None)  # fmt: skip
-    session = next((t for t in texts if t.startswith("session_window(")), None)
-    event_ms = F.unix_millis(F.col(mark.column))
-    if window is not None:
-        windowed = df.withColumn(WINDOW, window)
-        return windowed.withColumn(LATE, F.unix_millis(F.col(f"{WINDOW}.end")) <= threshold)
-    if session is not None:
-        found = _SESSION.match(session)
-        if found is None:
-            raise EventlakeError(
-                ErrorCode.PIPELINE_INVALID,
-                f"{where}: its session gap ({session}) is not a fixed duration.",
-                expected="session_window(column, 'N minutes') to judge its late rows",
-                fix="use a fixed gap (or, for kept late rows, declare keep_late=False)",
-            )
-        gap = duration_ms(found.group("gap").strip())
-        return df.withColumn(LATE, event_ms + F.lit(gap) <= threshold)
-    return df.withColumn(LATE, event_ms <= threshold)
-
-
-def sliding(mark: WatermarkCall) -> bool:
-    """Whether ``mark``'s rows are aggregated by a sliding window (several per row)."""
-    texts = [_text(c) for c in mark.grouping if _text(c).startswith("window(")]
-    args = [a.strip().strip("'") for a in texts[0][len("window(") :].split(",")] if texts else []
-    return len(args) >= 3 and args[1] != args[2]
 
 
 def judged(flow: PlannedFlow, mark: WatermarkCall, watermark_ms: int) -> DataFrame:
@@ -165,7 +121,7 @@ def judged(flow: PlannedFlow, mark: WatermarkCall, watermark_ms: int) -> DataFra
     return flagged.where(F.col(LATE)).select(*columns)
 
 
-def _seed(checkpoint: Location, scratch: Path, batch: int) -> None:
+def seed_replay_checkpoint(checkpoint: Location, scratch: Path, batch: int) -> None:
     """A checkpoint in ``scratch`` whose next start re-runs exactly ``batch``, under a
     query id of its own."""
     fs = filesystem(checkpoint)
@@ -185,14 +141,13 @@ def _rebuilt(flow: PlannedFlow) -> tuple[FlowContext, WatermarkCall]:
     """The flow's transform built again on a fresh read of its input, with its watermark."""
     spec, spark = flow.spec, flow.ctx.spark
     ctx = FlowContext.of(flow.ctx, spark, trigger=flow.trigger, sources=(spec.input,))
-    source = spec.input.read(ctx)
-    with watermark_hook(source) as calls:
-        spec.transform(ctx, source)
+    spec.transform(ctx, spec.input.read(ctx))
+    calls = ctx.watermarks.calls
     if len(calls) != 1:
         raise EventlakeError(
             ErrorCode.PIPELINE_INVALID,
-            f"flow '{flow.query_name}' called withWatermark {len(calls)} times "
-            "when rebuilt for its late rows.",
+            f"flow '{flow.query_name}' declared {len(calls)} watermarks with "
+            "ctx.with_watermark when rebuilt for its late rows.",
             expected="one watermark, as when it was planned",
             fix="declare the flow with keep_late=False",
         )
@@ -234,7 +189,7 @@ def keep_late_rows(flow: PlannedFlow, batch: int) -> int:
             rows.unpersist()
 
     with tempfile.TemporaryDirectory(prefix="eventlake-late-") as scratch:
-        _seed(flow.checkpoint, Path(scratch), batch)
+        seed_replay_checkpoint(flow.checkpoint, Path(scratch), batch)
         writer = (
             late.writeStream.foreachBatch(write)
             .queryName(f"{INTERNAL_QUERY_PREFIX}late.{flow.query_name}")
@@ -245,7 +200,8 @@ def keep_late_rows(flow: PlannedFlow, batch: int) -> int:
     return written[0] if written else 0
 
 
-def _read_mark(checkpoint: Location) -> int | None:
+def read_late_mark(checkpoint: Location) -> int | None:
+    """The last batch whose late rows were looked for (beside the checkpoint), if any."""
     mark = checkpoint / MARK_FILE
     try:
         return int(json.loads(filesystem(mark).read_text(mark))["checked"])
@@ -253,7 +209,8 @@ def _read_mark(checkpoint: Location) -> int | None:
         return None
 
 
-def _write_mark(checkpoint: Location, batch: int) -> None:
+def write_late_mark(checkpoint: Location, batch: int) -> None:
+    """Record ``batch`` as looked at (nothing when the checkpoint folder is gone)."""
     fs = filesystem(checkpoint)
     if fs.is_dir(checkpoint):
         fs.write_text(checkpoint / MARK_FILE, json.dumps({"checked": batch}))
@@ -286,7 +243,7 @@ class LateKeeper:
     def start(self) -> None:
         for name, flow in self.flows.items():
             last = CheckpointLog(flow.checkpoint).last_committed
-            mark = _read_mark(flow.checkpoint)
+            mark = read_late_mark(flow.checkpoint)
             # A checkpoint from before late rows were kept starts being watched from here.
             self.checked[name] = mark if mark is not None else (last if last is not None else -1)
             if last is not None and last > self.checked[name]:
@@ -310,7 +267,7 @@ class LateKeeper:
                 if dropped is None or dropped > 0:
                     self._keep(flow, batch, dropped)
                 self.checked[name] = batch
-                _write_mark(flow.checkpoint, batch)
+                write_late_mark(flow.checkpoint, batch)
 
     def _keep(self, flow: PlannedFlow, batch: int, dropped: int | None) -> None:
         layer, table = late_table(flow)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from eventlake.operations.lateness import lateness_of
+from eventlake.operations.lateness_report import lateness_of
 
 
 def frame(rows: list[tuple[float, int, int, int]]) -> pd.DataFrame:

@@ -1,19 +1,17 @@
 """How late a flow's input arrives, and the watermark delay that would keep it.
 
 The flow's transform is run once on batch reads of its inputs, and the DataFrame each
-``withWatermark`` receives is taken as it stands. For every record, lateness is how far
-its event time lies behind the newest event time seen before it in arrival order (Kafka
-timestamp, then partition and offset). Spark drops a record whose lateness exceeds the
-delay (it is behind the watermark), so the 99% quantile of lateness is the smallest
-delay that would have kept 99% of records.
+watermark it declares (``ctx.with_watermark``) receives is taken as it stands. For every
+record, lateness is how far its event time lies behind the newest event time seen before
+it in arrival order (Kafka timestamp, then partition and offset). Spark drops a record
+whose lateness exceeds the delay (it is behind the watermark), so the 99% quantile of
+lateness is the smallest delay that would have kept 99% of records.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,62 +52,6 @@ class Lateness:
         return asdict(self)
 
 
-@dataclass
-class WatermarkCall:
-    """One ``withWatermark(column, delay)`` a transform made: the frame it watermarked,
-    its result, and the columns the result was grouped by right after (if it was)."""
-
-    before: DataFrame
-    column: str
-    delay: str
-    after: DataFrame
-    grouping: tuple[Any, ...] = ()
-
-
-@contextmanager
-def watermark_hook(
-    sample: DataFrame, hook: Callable[[Any, str, str], Any] | None = None
-) -> Iterator[list[WatermarkCall]]:
-    """While the block runs, each ``withWatermark(column, delay)`` this thread makes on
-    DataFrames of ``sample``'s class is recorded, with the ``groupBy`` on its result; with
-    ``hook``, it watermarks ``hook(df, column, delay)`` instead of ``df``. The flow's
-    transform run on batch reads, with its frames seen (lateness) or filtered (verify), or
-    rebuilt with its grouping known (late rows)."""
-    import threading
-
-    from pyspark.sql import DataFrame as Frame
-
-    frame = type(sample) if isinstance(sample, Frame) else Frame
-    original, group = frame.withWatermark, frame.groupBy
-    thread = threading.get_ident()
-    calls: list[WatermarkCall] = []
-
-    def hooked(self: Any, eventTime: str, delayThreshold: str) -> Any:
-        if threading.get_ident() != thread:  # foreachBatch code of running flows
-            return original(self, eventTime, delayThreshold)
-        before = hook(self, eventTime, delayThreshold) if hook else self
-        out = original(before, eventTime, delayThreshold)
-        calls.append(WatermarkCall(before, eventTime, delayThreshold, out))
-        return out
-
-    def grouped(self: Any, *cols: Any) -> Any:
-        if threading.get_ident() == thread:
-            for call in calls:
-                # The watermarked frame itself, or (idle_timeout filters the heartbeats
-                # out first) the first grouping after it of a frame with the event time.
-                if call.after is self or (not call.grouping and call.column in self.columns):
-                    call.grouping = cols
-        return group(self, *cols)
-
-    setattr(frame, "withWatermark", hooked)  # noqa: B010
-    setattr(frame, "groupBy", grouped)  # noqa: B010
-    try:
-        yield calls
-    finally:
-        setattr(frame, "withWatermark", original)  # noqa: B010
-        setattr(frame, "groupBy", group)  # noqa: B010
-
-
 def _unavailable(flow: str, what: str) -> EventlakeError:
     return EventlakeError(ErrorCode.LATENESS_UNAVAILABLE, f"flow '{flow}': {what}")
 
@@ -130,14 +72,18 @@ def watermarked_inputs(
         first = spec.input.read_batch(ctx)
     except NotImplementedError as exc:
         raise _unavailable(query, f"its input cannot be read as a batch ({exc}).") from None
-    with watermark_hook(first) as calls:
-        try:
-            spec.transform(ctx, first)
-        except Exception:  # beyond the watermark some operators refuse batch input
-            if not calls:
-                raise
+    try:
+        spec.transform(ctx, first)
+    except Exception:  # beyond the watermark some operators refuse batch input
+        if not ctx.watermarks.calls:
+            raise
+    calls = ctx.watermarks.calls
     if not calls:
-        raise _unavailable(query, "it declares no event-time watermark.")
+        raise _unavailable(
+            query,
+            "it declares no event-time watermark with ctx.with_watermark (or eventlake's "
+            "windowed/deduplicated_events).",
+        )
     return [(c.before, c.column, c.delay) for c in calls]
 
 

@@ -184,7 +184,7 @@ class RunMonitor:
 
     def lateness(self, flow: str) -> dict[str, Any]:
         """``eventlake lateness`` of one of the run's flows, on the run's session."""
-        from eventlake.operations.lateness import measure_lateness
+        from eventlake.operations.lateness_report import measure_lateness
 
         name = flow.removeprefix(f"{self.pipeline}.")
         check_flow_names(self.plan.pipeline, [name])
@@ -209,6 +209,7 @@ class RunMonitor:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            self._server = None
         path = run_file(self.settings, self.pipeline)
         fs = filesystem(path)
         try:

@@ -1,0 +1,52 @@
+"""Delta Lake, by concern: the connector classes (:mod:`.connector`), the marked-commit
+protocol that makes them exactly-once (:mod:`.commits`), the run's log-checkpoint service
+(:mod:`.log_checkpoints`) and table creation (:mod:`.tables`)."""
+
+from __future__ import annotations
+
+from eventlake.connectors.delta.commits import (
+    BATCH_MARK,
+    batch_committed,
+    batch_mark,
+    marked_commits,
+    newest_marked_batch,
+    write_once,
+)
+from eventlake.connectors.delta.connector import (
+    DeltaInput,
+    DeltaOutput,
+    MergeBuilder,
+    MergeDelta,
+    ToDelta,
+)
+from eventlake.connectors.delta.log_checkpoints import LogCheckpoints, log_checkpoints
+from eventlake.connectors.delta.tables import (
+    NO_INLINE_CHECKPOINTS,
+    ddl_schema,
+    delta_row_count,
+    enable_change_feed,
+    ensure_delta_table,
+    sink_checkpoint_interval,
+)
+
+__all__ = [
+    "BATCH_MARK",
+    "NO_INLINE_CHECKPOINTS",
+    "DeltaInput",
+    "DeltaOutput",
+    "LogCheckpoints",
+    "MergeBuilder",
+    "MergeDelta",
+    "ToDelta",
+    "batch_committed",
+    "batch_mark",
+    "ddl_schema",
+    "delta_row_count",
+    "enable_change_feed",
+    "ensure_delta_table",
+    "log_checkpoints",
+    "marked_commits",
+    "newest_marked_batch",
+    "sink_checkpoint_interval",
+    "write_once",
+]

@@ -1,0 +1,152 @@
+"""The marked-commit protocol: each micro-batch one Delta commit whose ``userMetadata``
+names the writer and the batch, so a replayed batch finds its commit and writes nothing.
+
+The log is read directly, a file or two a batch, instead of Delta's ``txnAppId`` check,
+which rebuilds the table's snapshot state (a few Spark jobs) on every batch. A
+``SetTransaction`` of one of the writer's ids (how earlier versions and Delta's own
+streaming sink recorded batches) counts as a mark too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from eventlake.connectors.delta.log_checkpoints import LogCheckpoints
+    from eventlake.storage import Location
+
+#: Key of eventlake's mark in a Delta commit's ``userMetadata``: ``{"app": id, "batch": n}``.
+BATCH_MARK = "eventlake_batch"
+#: A batch's commit is searched for back to this long before the batch was planned.
+CLOCK_SLACK_MS = 5 * 60 * 1000
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+def commit_versions(names: Sequence[str]) -> list[int]:
+    """The commit versions among the file names of a ``_delta_log`` folder."""
+    return [int(m.group(1)) for m in map(COMMIT_FILE.match, names) if m]
+
+
+def write_once(
+    df: DataFrame,
+    path: Location,
+    *,
+    app_ids: Sequence[str],
+    batch_id: int,
+    checkpoint: Location,
+    mode: str = "append",
+    partition_by: Sequence[str] = (),
+    merge_schema: bool = False,
+    log_checkpoints: LogCheckpoints | None = None,
+) -> bool:
+    """Write micro-batch ``batch_id`` to the Delta table at ``path`` unless it is there.
+
+    The commit carries ``{"eventlake_batch": {"app": app_ids[0], "batch": batch_id}}`` as
+    its ``userMetadata``. Before writing, the commits made since the batch was planned (its
+    checkpoint's offsets entry) are read for that mark, or a ``SetTransaction`` of one of
+    ``app_ids``: a replay after a crash finds its own commit and writes nothing. With
+    ``log_checkpoints`` (the run's service), the table's log checkpoint may then come due.
+    Returns whether it wrote.
+    """
+    if batch_committed(path, app_ids=app_ids, batch_id=batch_id, checkpoint=checkpoint):
+        return False
+    mark = batch_mark(app_ids[0], batch_id)
+    writer = df.write.format("delta").mode(mode).option("userMetadata", mark)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    if merge_schema:
+        writer = writer.option("mergeSchema", "true")
+    writer.save(str(path))
+    if log_checkpoints is not None:
+        log_checkpoints.after_commit(df.sparkSession, path)
+    return True
+
+
+def batch_mark(app_id: str, batch_id: int) -> str:
+    """The ``userMetadata`` of the commit of micro-batch ``batch_id`` by ``app_id``."""
+    return json.dumps({BATCH_MARK: {"app": app_id, "batch": batch_id}})
+
+
+def batch_committed(
+    path: Location, *, app_ids: Sequence[str], batch_id: int, checkpoint: Location
+) -> bool:
+    """Whether micro-batch ``batch_id`` of one of ``app_ids`` is committed to the Delta
+    table at ``path``: the commits since ``checkpoint`` planned the batch are searched."""
+    from eventlake.checkpoints import CheckpointLog
+
+    try:
+        since = CheckpointLog(checkpoint).planned_ms(batch_id) - CLOCK_SLACK_MS
+    except FileNotFoundError:
+        since = 0  # a batch no stream planned (handed to a writer directly): every commit
+    newest = newest_marked_batch(path, app_ids, since)
+    return newest is not None and newest >= batch_id
+
+
+@contextmanager
+def marked_commits(spark: SparkSession, app_id: str, batch_id: int) -> Iterator[None]:
+    """Mark every Delta commit made inside as micro-batch ``batch_id`` of ``app_id``
+    (:func:`batch_mark` as the session's ``userMetadata``), then unmark.
+
+    For DML such as MERGE, which take no writer options. ``spark`` must be the batch's own
+    session (``df.sparkSession`` in foreachBatch): each streaming query runs on a clone, so
+    flows never see each other's marks.
+    """
+    spark.conf.set(USER_METADATA_CONF, batch_mark(app_id, batch_id))
+    try:
+        yield
+    finally:
+        spark.conf.unset(USER_METADATA_CONF)
+
+
+def newest_marked_batch(path: Location, app_ids: Sequence[str], since_ms: int) -> int | None:
+    """The newest batch id one of ``app_ids`` committed to the Delta table at ``path`` in
+    the commits made at or after ``since_ms`` (epoch ms), or None."""
+    from eventlake.storage import filesystem
+
+    log = path / "_delta_log"
+    storage = filesystem(log)
+    if not storage.exists(log):
+        return None
+    for version in sorted(commit_versions(storage.list_names(log)), reverse=True):
+        commit = log / f"{version:020d}.json"
+        try:
+            actions = [json.loads(line) for line in storage.read_text(commit).splitlines() if line]
+        except FileNotFoundError:
+            return None  # removed by log cleanup: older than anything searched for
+        batch, timestamp = _batch_of(actions, app_ids)
+        if batch is not None:
+            return batch
+        if timestamp is not None and timestamp < since_ms:
+            return None
+    return None
+
+
+def _batch_of(
+    actions: list[dict[str, Any]], app_ids: Sequence[str]
+) -> tuple[int | None, int | None]:
+    """A commit's batch id for ``app_ids`` (its mark, or a ``txn`` action) and timestamp."""
+    batch: int | None = None
+    timestamp: int | None = None
+    for action in actions:
+        txn = action.get("txn")
+        if isinstance(txn, dict) and txn.get("appId") in app_ids:
+            batch = int(txn["version"])
+        info = action.get("commitInfo")
+        if not isinstance(info, dict):
+            continue
+        timestamp = int(info["timestamp"]) if "timestamp" in info else timestamp
+        try:
+            meta = json.loads(info.get("userMetadata") or "null")
+        except ValueError:
+            continue
+        mark = meta.get(BATCH_MARK) if isinstance(meta, dict) else None
+        if isinstance(mark, dict) and mark.get("app") in app_ids:
+            batch = int(mark["batch"])
+    return batch, timestamp

@@ -1,0 +1,87 @@
+"""Delta tables as eventlake creates and reads them without a query: the one way a table
+is created, its row count from the log, its change data feed switch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+    from eventlake.context import FlowConfig
+    from eventlake.storage import Location
+
+#: The table property that sets how often Delta checkpoints a table's log inline.
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
+#: The ``delta.checkpointInterval`` of a table whose log checkpoints eventlake writes
+#: (:class:`~eventlake.connectors.delta.log_checkpoints.LogCheckpoints`): Delta's inline
+#: checkpoint never comes due.
+NO_INLINE_CHECKPOINTS = 2**31 - 1
+CHANGE_FEED_PROPERTY = "delta.enableChangeDataFeed"
+
+
+def ddl_schema(ddl: str) -> StructType:
+    """The struct a DDL column list (``"id STRING, ts TIMESTAMP"``) describes."""
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromDDL(ddl)
+    assert isinstance(schema, StructType)
+    return schema
+
+
+def ensure_delta_table(
+    spark: SparkSession,
+    path: Location | Path | str,
+    schema: StructType | str,
+    partition_by: tuple[str, ...] = (),
+    checkpoint_interval: int | None = None,
+) -> None:
+    """Create an empty Delta table at ``path`` with ``schema`` (a struct or DDL) unless a
+    Delta table is there already; ``checkpoint_interval`` sets its
+    ``delta.checkpointInterval`` (else the session's default)."""
+    from delta.tables import DeltaTable
+
+    if DeltaTable.isDeltaTable(spark, str(path)):
+        return
+    struct = ddl_schema(schema) if isinstance(schema, str) else schema
+    builder = DeltaTable.createIfNotExists(spark).location(str(path)).addColumns(struct)
+    if partition_by:
+        builder = builder.partitionedBy(*partition_by)
+    if checkpoint_interval is not None:
+        builder = builder.property(CHECKPOINT_INTERVAL_PROPERTY, str(checkpoint_interval))
+    builder.execute()
+
+
+def sink_checkpoint_interval(ctx: FlowConfig) -> int | None:
+    """The ``delta.checkpointInterval`` eventlake creates a sink's table with:
+    :data:`NO_INLINE_CHECKPOINTS` when it writes the table's log checkpoints itself
+    (``lake.log_checkpoint_commits`` > 0), else the session's default."""
+    return NO_INLINE_CHECKPOINTS if ctx.settings.lake.log_checkpoint_commits else None
+
+
+def delta_row_count(path: Location | Path) -> int | None:
+    """Rows in the Delta table's current version, from its log's file statistics (read
+    with delta-rs, no Spark); None when there is no table at ``path``."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        files = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True))
+    except TableNotFoundError:
+        return None
+    return int(pa.compute.sum(files.column("num_records")).as_py() or 0)
+
+
+def enable_change_feed(spark: SparkSession, path: str) -> None:
+    """Switch on the change data feed of the Delta table at ``path`` unless it is on."""
+    from delta.tables import DeltaTable
+
+    table = DeltaTable.forPath(spark, path)
+    properties = table.detail().select("properties").head()
+    if properties is not None and (properties[0] or {}).get(CHANGE_FEED_PROPERTY) == "true":
+        return
+    quoted = path.replace("`", "``")
+    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ({CHANGE_FEED_PROPERTY} = true)")

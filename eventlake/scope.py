@@ -1,0 +1,164 @@
+"""What lives for one run: the :class:`RunScope` that ``run_pipeline`` opens and closes.
+
+Everything a run holds beyond its declarations lives here, never in a module: the channel
+by which a ``foreachBatch`` function hands its exception to the runner, the per-batch memo
+targets share, the resources outputs open when their query starts (connections,
+producers) and the run's background services (the Delta log-checkpoint worker, the late
+keeper, the monitor). Closing the scope closes them, newest first. A scope is created by
+whoever plans a pipeline and is reachable from every flow's context (``ctx.run``), so a
+restarted query finds the same services and a second run in the process shares nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
+
+
+class Service(Protocol):
+    """A background service of a run: closed (and waited for) when the run ends."""
+
+    def close(self) -> None: ...
+
+
+S = TypeVar("S", bound=Service)
+
+
+class BatchFailures:
+    """The exception a ``foreachBatch`` function raised, by query name, until the runner
+    takes it: Spark passes only its text to the JVM, so this keeps its type and causes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[str, BaseException] = {}
+
+    def record(self, query: str, exc: BaseException) -> None:
+        with self._lock:
+            self._failures[query] = exc
+
+    def take(self, query: str) -> BaseException | None:
+        """The exception the batch function of ``query`` last raised, once."""
+        with self._lock:
+            return self._failures.pop(query, None)
+
+
+class BatchMemo:
+    """A DataFrame computed once per micro-batch and shared by the batch's targets.
+
+    Each slot (flow, name) holds the persisted frame of the newest batch; asking for a
+    newer batch releases the older one, and closing the run releases all.
+    """
+
+    def __init__(self) -> None:
+        # Re-entrant: one memo's build may ask for another (users: latest from changes).
+        self._lock = threading.RLock()
+        self._slots: dict[tuple[str, str], tuple[tuple[str, int], DataFrame]] = {}
+
+    def get(
+        self, flow: str, name: str, batch: tuple[str, int], build: Callable[[], DataFrame]
+    ) -> DataFrame:
+        """``build()`` persisted, once for batch ``batch`` (stream id, batch id)."""
+        with self._lock:
+            cached = self._slots.get((flow, name))
+            if cached is not None and cached[0] == batch:
+                return cached[1]
+            if cached is not None:
+                cached[1].unpersist()
+            df = build().persist()
+            self._slots[(flow, name)] = (batch, df)
+            return df
+
+    def close(self) -> None:
+        with self._lock:
+            slots, self._slots = self._slots, {}
+        for _, df in reversed(slots.values()):  # newest first: a frame built on another
+            try:
+                df.unpersist()
+            except Exception as e:  # a stopped session has released it already
+                log.debug("unpersist at the run's end: %s", e)
+
+
+class RunScope:
+    """One run's services and resources; ``with RunScope() as run:`` closes them all."""
+
+    def __init__(self) -> None:
+        self.failures = BatchFailures()
+        self.memo = BatchMemo()
+        self._lock = threading.RLock()
+        self._services: dict[type[Any], Service] = {}
+        self._resources: dict[tuple[str, str], Service] = {}
+        self._closed = False
+
+    def service(self, kind: type[S], factory: Callable[[], S] | None = None) -> S:
+        """The run's one ``kind`` service, created (``factory()``, else ``kind()``) on
+        first use; closed with the run."""
+        with self._lock:
+            found = self._services.get(kind)
+            if found is None:
+                found = factory() if factory is not None else kind()
+                self._services[kind] = found
+            assert isinstance(found, kind)
+            return found
+
+    def add_service(self, service: S) -> S:
+        """Attach ``service`` (one per type) so the run closes it."""
+        with self._lock:
+            self._services[type(service)] = service
+        return service
+
+    def open_resource(self, query: str, key: str, resource: S) -> S:
+        """Hold ``resource`` for query ``query`` until :meth:`close_resources` (its query
+        stopped) or the run's end; one already held under ``key`` is closed first."""
+        with self._lock:
+            old = self._resources.pop((query, key), None)
+            self._resources[(query, key)] = resource
+        if old is not None:
+            _close_quietly(old)
+        return resource
+
+    def resource(self, query: str, key: str) -> Service | None:
+        """The resource query ``query`` opened under ``key``, if it is open."""
+        with self._lock:
+            return self._resources.get((query, key))
+
+    def close_resources(self, query: str) -> None:
+        """Close what query ``query``'s outputs opened (its query stopped)."""
+        with self._lock:
+            mine = [k for k in self._resources if k[0] == query]
+            held = [self._resources.pop(k) for k in mine]
+        for resource in reversed(held):
+            _close_quietly(resource)
+
+    def close(self) -> None:
+        """Close every resource and service, newest first; a second call does nothing."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            resources = list(self._resources.values())
+            services = list(self._services.values())
+            self._resources.clear()
+            self._services.clear()
+        for item in [*reversed(resources), *reversed(services)]:
+            _close_quietly(item)
+        self.memo.close()
+
+    def __enter__(self) -> RunScope:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _close_quietly(item: Service) -> None:
+    try:
+        item.close()
+    except Exception:  # one failing close must not keep the others open
+        log.exception("closing %s", type(item).__name__)
