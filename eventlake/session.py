@@ -6,13 +6,14 @@ and ``spark.conf`` entries are applied last, over eventlake's own choices.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
 import time
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eventlake.cluster.code import ship_code
 from eventlake.cluster.standalone import (
@@ -43,6 +44,7 @@ FS_CHECKPOINT_MANAGER = (
 HDFS_COMPLETE_DELAY = "spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms"
 HDFS_COMPLETE_RETRIES = "spark.hadoop.dfs.client.block.write.locateFollowingBlock.retries"
 _lock = threading.Lock()
+logger = logging.getLogger(__name__)
 
 
 def _log4j_config() -> str:
@@ -162,8 +164,26 @@ def _start_jvm(conf: dict[str, str], log: Path) -> None:
             gateway = launch_gateway(  # type: ignore[no-untyped-call]
                 spark_conf, popen_kwargs={"stdout": out, "stderr": out}
             )
+        ignore_stop_signals(gateway.jvm)
     SparkContext(conf=spark_conf, gateway=gateway)
     configure_python_logging(log)
+
+
+def ignore_stop_signals(jvm: Any) -> None:
+    """Let the driver's JVM ignore SIGTERM and SIGINT.
+
+    A service manager stops a process group (systemd's ``KillMode=control-group``, a
+    terminal's Ctrl-C, ``timeout``): the JVM, in the same group, would take the signal too
+    and die while the Python side is still stopping the queries between batches. So only
+    the Python side handles them; it stops the queries, then the JVM, which also exits
+    when its Python parent does (it ends on its stdin's end of file).
+    """
+    handler = jvm.sun.misc.SignalHandler.SIG_IGN
+    for name in ("TERM", "INT"):
+        try:
+            jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal(name), handler)
+        except Exception as e:  # a JVM that reserves the signal keeps its own handling
+            logger.warning("the JVM keeps its SIG%s handling: %s", name, e)
 
 
 def submitted_conf() -> dict[str, str] | None:

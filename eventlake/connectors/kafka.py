@@ -23,6 +23,7 @@ from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.triggers import is_real_time
 
 if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Producer
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
@@ -318,6 +319,10 @@ class ToKafkaExactlyOnce(_TopicByParam, Target):
     ``init_transactions`` fences the dead run's producer and aborts its open transaction,
     so read_committed consumers never see those records (read_uncommitted ones do).
 
+    The producer (and the consumer that reads the mark) is opened once when the query
+    starts and closed when it stops; after a failed batch it is dropped and the next
+    batch opens a new one (whose ``init_transactions`` aborts anything left open).
+
     Limits: the records go through one producer on the driver (``toLocalIterator``), so a
     batch must fit a transaction (``transaction_timeout_ms``, at most the broker's
     ``transaction.max.timeout.ms``) and throughput is one producer's. An open transaction
@@ -350,24 +355,28 @@ class ToKafkaExactlyOnce(_TopicByParam, Target):
         scope = batch.app_id(self.target_id(batch.ctx))
         return f"eventlake-txn-{hashlib.sha256(scope.encode()).hexdigest()[:24]}"
 
+    def open(self, ctx: FlowContext) -> None:
+        ctx.run.open_resource(ctx.query_name, self.target_id(ctx), _Transactions(ctx, self))
+
+    def _transactions(self, batch: BatchContext) -> _Transactions:
+        run, key = batch.ctx.run, self.target_id(batch.ctx)
+        held = run.resource(batch.flow, key)
+        if isinstance(held, _Transactions):
+            return held
+        return run.open_resource(batch.flow, key, _Transactions(batch.ctx, self))
+
     def committed_batch(self, batch: BatchContext) -> int | None:
         """The last batch id whose transaction committed in this scope, or None."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
-        kafka = batch.ctx.settings.kafka
-        consumer = Consumer({**kafka.client_options(), "group.id": self.group(batch),
-                             "isolation.level": "read_committed",
-                             "enable.auto.commit": False})  # fmt: skip
-        try:
-            [mark] = consumer.committed([TopicPartition(self._mark_topic(batch), 0)], timeout=30)
-        finally:
-            consumer.close()
+        consumer = self._transactions(batch).consumer(batch)
+        [mark] = consumer.committed([TopicPartition(self._mark_topic(batch), 0)], timeout=30)
         return mark.offset - 1 if mark.offset > 0 else None
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         import json
 
-        from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+        from confluent_kafka import KafkaException, TopicPartition
 
         from eventlake.kafka.admin import send_waiting
 
@@ -377,11 +386,8 @@ class ToKafkaExactlyOnce(_TopicByParam, Target):
         topic = self._mark_topic(batch)
         rows = self.rows(df, batch)
         self._check_columns(batch.ctx, rows.columns)
-        common = batch.ctx.settings.kafka.client_options()
-        group = self.group(batch)
-        producer = Producer({**common, "transactional.id": group, "linger.ms": 5,
-                             "transaction.timeout.ms": self.transaction_timeout_ms})  # fmt: skip
-        producer.init_transactions(30)  # fences an earlier run's producer, aborts its open txn
+        transactions = self._transactions(batch)
+        producer = transactions.producer(batch)
         producer.begin_transaction()
         try:
             has_key = "key" in rows.columns
@@ -389,25 +395,59 @@ class ToKafkaExactlyOnce(_TopicByParam, Target):
                 key = row["key"] if has_key else None
                 send_waiting(producer, topic, _bytes(key), _bytes(row["value"]))
             mark = json.dumps({"checkpoint": batch.stream_id, "batch": batch.batch_id})
-            consumer = Consumer({**common, "group.id": group, "enable.auto.commit": False})
-            try:
-                producer.send_offsets_to_transaction(
-                    [TopicPartition(topic, 0, batch.batch_id + 1, metadata=mark)],
-                    consumer.consumer_group_metadata(),
-                    30,
-                )
-            finally:
-                consumer.close()
+            producer.send_offsets_to_transaction(
+                [TopicPartition(topic, 0, batch.batch_id + 1, metadata=mark)],
+                transactions.consumer(batch).consumer_group_metadata(),
+                30,
+            )
             producer.commit_transaction(self.transaction_timeout_ms / 1000)
         except BaseException:
             with contextlib.suppress(KafkaException):  # a fenced producer cannot abort
                 producer.abort_transaction(30)
+            transactions.close()  # a failed or fenced producer is not used again
             raise
 
     def _mark_topic(self, batch: BatchContext) -> str:
         topic = self._topic(batch.ctx)
         assert topic is not None  # __post_init__ requires topic_param
         return topic
+
+
+class _Transactions:
+    """The transactional producer of one :class:`ToKafkaExactlyOnce` in one query, and the
+    consumer (same group, ``read_committed``) that reads its commit mark; each made on
+    first use, the producer fencing any earlier one of its ``transactional.id``."""
+
+    def __init__(self, ctx: FlowContext, target: ToKafkaExactlyOnce) -> None:
+        self.options = ctx.settings.kafka.client_options()
+        self.target = target
+        self._producer: Producer | None = None
+        self._consumer: Consumer | None = None
+
+    def producer(self, batch: BatchContext) -> Producer:
+        from confluent_kafka import Producer
+
+        if self._producer is None:
+            timeout_ms = self.target.transaction_timeout_ms
+            producer = Producer({**self.options, "transactional.id": self.target.group(batch),
+                                 "linger.ms": 5, "transaction.timeout.ms": timeout_ms})  # fmt: skip
+            producer.init_transactions(30)  # fences an earlier producer, aborts its open txn
+            self._producer = producer
+        return self._producer
+
+    def consumer(self, batch: BatchContext) -> Consumer:
+        from confluent_kafka import Consumer
+
+        if self._consumer is None:
+            self._consumer = Consumer({**self.options, "group.id": self.target.group(batch),
+                                       "isolation.level": "read_committed",
+                                       "enable.auto.commit": False})  # fmt: skip
+        return self._consumer
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+        self._consumer = self._producer = None
 
 
 def _bytes(value: object) -> bytes | None:

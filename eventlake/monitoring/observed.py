@@ -3,7 +3,7 @@ rows a flow writes and rows it quarantines. They arrive with each batch's progre
 
 from __future__ import annotations
 
-import itertools
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,6 @@ OUTPUT = "eventlake_output_rows"
 QUARANTINE = "eventlake_quarantined_rows"
 #: Each expectation's passed and failed rows (``eventlake.pipelines.expectations``).
 EXPECTATIONS = "eventlake_expectations"
-_names = itertools.count(1)
 
 
 def count_output(df: DataFrame) -> DataFrame:
@@ -33,7 +32,7 @@ def count_quarantined(df: DataFrame, reason: str | None = None) -> DataFrame:
         return df
     rows = F.count(F.lit(1)) if reason is None else F.count_if(F.col(reason).isNotNull())
     # Names must be unique within a query: a flow may quarantine two inputs.
-    return df.observe(f"{QUARANTINE}_{next(_names)}", rows.alias("rows"))
+    return df.observe(f"{QUARANTINE}_{uuid.uuid4().hex[:12]}", rows.alias("rows"))
 
 
 def observed_counts(metrics: Mapping[str, Any] | None) -> tuple[int | None, int]:
