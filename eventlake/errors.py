@@ -70,6 +70,19 @@ class ErrorCode(StrEnum):
     HDFS_START_FAILED = "EL-STORAGE-002"
 
 
+class Recovery(StrEnum):
+    """What a running pipeline does when a flow fails with an error (its restart strategy
+    decides the delay and the budget)."""
+
+    #: Stop the run at once, naming the code: restarting cannot help (config, a plan that
+    #: cannot run, a failed expectation, data lost under fail_on_data_loss...).
+    FATAL = "fatal"
+    #: Restart the flow from its checkpoint: the cause passes (a broker or database away).
+    TRANSIENT = "transient"
+    #: Not known to pass or not: restart within the strategy's attempt budget.
+    UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True)
 class Code:
     """One entry of the code table."""
@@ -83,6 +96,8 @@ class Code:
     why: str | None = None
     #: For validation codes: "error" stops a run, "warning" does not (unless --strict).
     severity: str = "error"
+    #: What a running pipeline does when a flow fails with this code.
+    recovery: Recovery = Recovery.UNKNOWN
 
 
 def _load_codes() -> dict[str, Code]:
@@ -99,6 +114,7 @@ def _load_codes() -> dict[str, Code]:
             fix=row.get("fix"),
             why=row.get("why"),
             severity=row.get("severity", "error"),
+            recovery=Recovery(row.get("recovery", Recovery.UNKNOWN)),
         )
         for code, row in table.items()
     }
@@ -117,6 +133,9 @@ class EventlakeError(Exception):
     """
 
     category: Category | None = None
+    #: What a running pipeline does about it: the code's, unless :func:`translate` found a
+    #: cause that decides it (a Delta commit conflict is transient, data loss fatal).
+    recovery: Recovery = Recovery.UNKNOWN
     #: Set by :func:`translate`: Spark's error condition and its message parameters.
     spark_condition: str | None = None
     spark_parameters: dict[str, str] | None = None
@@ -134,9 +153,11 @@ class EventlakeError(Exception):
         *,
         expected: str | None = None,
         fix: str | None = None,
+        recovery: Recovery | None = None,
     ) -> None:
         entry = CODES[code]
         self.code = code
+        self.recovery = recovery if recovery is not None else entry.recovery
         self.what = what
         self.expected = expected if expected is not None else entry.expected
         self.fix = fix if fix is not None else entry.fix
@@ -287,11 +308,65 @@ def translate(exc: BaseException, *, context: str = "", in_query: bool = False) 
     if isinstance(exc, EventlakeError):
         return exc
     error = _translate(exc, context, in_query)
+    decided = recovery_of(exc)
+    if decided is not Recovery.UNKNOWN:
+        error.recovery = decided
     error.spark_condition = condition(exc)
     get = getattr(exc, "getMessageParameters", None)
     params = get() if callable(get) else None
     error.spark_parameters = dict(params) if params else None
     return error
+
+
+# Causes that decide whether a failed flow can be restarted, by JVM class or Spark
+# condition (prefix) anywhere in the cause chain; the first found decides.
+_TRANSIENT_CLASSES = (
+    # A broker away, a leader moving, a request timing out: Kafka's retriable errors.
+    "org.apache.kafka.common.errors.TimeoutException",
+    "org.apache.kafka.common.errors.NotLeaderOrFollowerException",
+    "org.apache.kafka.common.errors.DisconnectException",
+    "org.apache.kafka.common.errors.NetworkException",
+    "org.apache.kafka.common.errors.NotEnoughReplicasException",
+    "org.apache.kafka.common.errors.CoordinatorNotAvailableException",
+    # Another writer committed first: the batch is retried on the new version.
+    "io.delta.exceptions.ConcurrentAppendException",
+    "io.delta.exceptions.ConcurrentWriteException",
+    "io.delta.exceptions.ConcurrentDeleteReadException",
+    "io.delta.exceptions.ConcurrentTransactionException",
+    "io.delta.exceptions.MetadataChangedException",
+    *_STORAGE_UNREACHABLE,
+)
+_FATAL_CONDITIONS = (
+    "KAFKA_DATA_LOSS",  # offsets gone under failOnDataLoss: restarting loses them again
+    "DELTA_METADATA_MISMATCH",  # the sink refuses the schema
+    "DELTA_SOURCE_IGNORE_DELETE",
+    "DELTA_SOURCE_TABLE_IGNORE_CHANGES",
+)
+_TRANSIENT_CONDITIONS = ("DELTA_CONCURRENT",)
+
+
+def recovery_of(exc: BaseException) -> Recovery:
+    """Whether a flow that failed with ``exc`` can be restarted, decided by type: an
+    EventlakeError's own, psycopg's connection errors (transient), else the JVM causes'
+    classes and Spark conditions (unknown when none decides)."""
+    if isinstance(exc, EventlakeError):
+        return exc.recovery
+    cause = exc.__cause__
+    if cause is not None and cause is not exc:
+        found = recovery_of(cause)
+        if found is not Recovery.UNKNOWN:
+            return found
+    if type(exc).__module__.startswith("psycopg") and type(exc).__name__ in (
+        "OperationalError", "InterfaceError",
+    ):  # fmt: skip
+        return Recovery.TRANSIENT
+    for link in jvm_causes(exc):
+        found_condition = link.condition or ""
+        if found_condition.startswith(_FATAL_CONDITIONS):
+            return Recovery.FATAL
+        if found_condition.startswith(_TRANSIENT_CONDITIONS) or link.cls in _TRANSIENT_CLASSES:
+            return Recovery.TRANSIENT
+    return Recovery.UNKNOWN
 
 
 def fix_for(exc: BaseException) -> str | None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from eventlake.config import Settings
+from eventlake.errors import EventlakeError
 from eventlake.monitoring import ProgressListener
 from eventlake.operations.late_rows import LateKeeper
 from eventlake.operations.run_monitor import RunMonitor
@@ -87,7 +88,12 @@ def run_plan(
     own = listener is None
     listener = listener or ProgressListener()
     spark.streams.addListener(listener)
-    runner = PipelineRunner(plan, listener)
+    flows = {f.query_name: f.spec.name for f in plan.flows}
+
+    def restarted(name: str, error: EventlakeError, _restart: int, _delay: float) -> None:
+        monitor.metrics.restarts.labels(plan.pipeline.name, flows[name], error.code).inc()
+
+    runner = PipelineRunner(plan, listener, on_restart=restarted)
     host = plan.flows[0].ctx.settings.metrics.host
     run = plan.run
     monitor = run.add_service(

@@ -10,6 +10,7 @@ from eventlake.config.model import (
     LogSettings,
     MetricsSettings,
     PostgresSettings,
+    RestartSettings,
     Settings,
     SparkSettings,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "LogSettings",
     "MetricsSettings",
     "PostgresSettings",
+    "RestartSettings",
     "Settings",
     "SparkSettings",
     "apply_override",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from eventlake.durations import SparkInterval
 from eventlake.paths import state_dir
 from eventlake.storage import Location
 
@@ -141,6 +142,35 @@ class MetricsSettings(_Section):
     host: str = "127.0.0.1"
 
 
+class RestartSettings(_Section):
+    """How a failed flow is restarted from its checkpoint while the others keep running
+    (Flink's restart strategies; errors whose recovery is fatal are never restarted).
+
+    ``exponential-delay`` (the default) waits ``initial_delay``, then ``multiplier`` times
+    longer after each failure up to ``max_delay``, each wait spread by +/- ``jitter``; a flow
+    that ran ``reset_after`` without failing starts over at ``initial_delay``.
+    ``fixed-delay`` waits ``delay`` each time. Both give up after ``attempts`` restarts in a
+    row (None: never). ``failure-rate`` waits ``delay`` and gives up when more than
+    ``failures_per_interval`` failures fall within ``failure_interval``. ``none`` never
+    restarts. Finite triggers (available-now, once) restart a flow at most
+    ``finite_attempts`` times, then the run exits non-zero.
+    """
+
+    strategy: Literal["exponential-delay", "fixed-delay", "failure-rate", "none"] = (
+        "exponential-delay"
+    )
+    initial_delay: SparkInterval = "1 second"
+    multiplier: float = Field(default=1.5, ge=1.0)
+    max_delay: SparkInterval = "1 minute"
+    reset_after: SparkInterval = "1 hour"
+    jitter: float = Field(default=0.1, ge=0.0, le=1.0)
+    attempts: int | None = Field(default=None, ge=0)
+    delay: SparkInterval = "10 seconds"
+    failures_per_interval: int = Field(default=3, ge=1)
+    failure_interval: SparkInterval = "5 minutes"
+    finite_attempts: int = Field(default=3, ge=0)
+
+
 class LogSettings(_Section):
     """Where Spark's, the JVM's and libraries' own output goes (not the console)."""
 
@@ -159,6 +189,8 @@ class Settings(_Section):
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+    #: Every pipeline's restart strategy, unless its section sets ``restart``.
+    restart: RestartSettings = Field(default_factory=RestartSettings)
     pipelines: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def log_file(self) -> Path:

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from eventlake.config.model import RestartSettings
 from eventlake.durations import SparkInterval
 from eventlake.errors import EventlakeError
 
@@ -71,6 +72,12 @@ class PipelineParams(BaseModel):
         default=None,
         description="When a flow's Kafka input has been caught up and quiet this long, its "
         "watermark follows the clock (now minus the delay), so windows and sessions close.",
+    )
+
+    restart: RestartSettings | None = Field(
+        default=None,
+        description="This pipeline's restart strategy (the top-level restart section's "
+        "when unset).",
     )
 
     json_decoder: JsonDecoder = Field(

@@ -57,6 +57,8 @@ _METRICS: tuple[tuple[str, type[Counter | Gauge], str, str, tuple[str, ...]], ..
     ("trigger_interval", Gauge, "eventlake_trigger_interval_seconds",
      "The flow's processing-time trigger interval (0: not a processing-time trigger).", ()),
     ("up", Gauge, "eventlake_flow_running", "1 while the flow's query runs, else 0.", ()),
+    ("restarts", Counter, "eventlake_flow_restarts",
+     "Restarts of the flow after a failure, by the error's code.", ("reason",)),
 )  # fmt: skip
 
 
@@ -78,6 +80,7 @@ class PipelineMetrics:
     last_commit: Gauge
     trigger_interval: Gauge
     up: Gauge
+    restarts: Counter
 
     def __init__(self, pipeline: str) -> None:
         self.pipeline = pipeline

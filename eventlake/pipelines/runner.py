@@ -4,11 +4,18 @@ Finite triggers (``available-now``, ``once``) run level by level: a level's flow
 together and the next level starts when they have all finished, so a downstream flow sees
 everything its upstream wrote. Other triggers start every flow, upstream first, and run
 until ``stop`` is set (SIGINT/SIGTERM in the CLI); each query is then stopped between
-batches. A failed query stops the others and raises its translated error.
+batches.
+
+A failed query's error is translated; unless its recovery is fatal, the pipeline's restart
+strategy (:mod:`eventlake.pipelines.restarts`) restarts the flow from its checkpoint after
+a delay, its output closed and opened again, while the other flows keep running. When the
+strategy gives up, or the error is fatal, every other query stops between batches and the
+error is raised.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -18,15 +25,19 @@ from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog, write_fingerprint
 from eventlake.context import FlowConfig
-from eventlake.errors import ErrorCode, EventlakeError, translate
+from eventlake.errors import ErrorCode, EventlakeError, Recovery, translate
 from eventlake.kafka.admin import list_topics
 from eventlake.monitoring import FlowTotals, ProgressListener
 from eventlake.pipelines.api import Pipeline
 from eventlake.pipelines.plan import Plan, PlannedFlow
+from eventlake.pipelines.restarts import RestartPolicy
 from eventlake.triggers import ONCE, is_finite, is_micro_batch
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
+    from rich.console import Console
+
+log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.25
 
@@ -40,6 +51,8 @@ class RunResult:
     stopped_by_signal: bool = False
     #: Late rows written per flow by this run (``eventlake.operations.late_rows``).
     late_rows_kept: dict[str, int] = field(default_factory=dict)
+    #: Restarts per flow (flows that never failed are left out).
+    restarts: dict[str, int] = field(default_factory=dict)
 
     @property
     def pipeline(self) -> str:
@@ -87,15 +100,42 @@ def _start_query(flow: PlannedFlow, trigger: str) -> StreamingQuery:
         raise
 
 
-def _all_ended(queries: list[StreamingQuery]) -> bool:
-    return not any(q.isActive for q in queries)
+#: Called with the flow's query name, the error it failed with, the restart's number and
+#: the delay before it (seconds).
+OnRestart = Callable[[str, EventlakeError, int, float], None]
 
 
 class PipelineRunner:
-    def __init__(self, plan: Plan, listener: ProgressListener) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        listener: ProgressListener,
+        *,
+        console: Console | None = None,
+        on_restart: OnRestart | None = None,
+    ) -> None:
+        from rich.console import Console
+
         self.plan = plan
         self.listener = listener
+        self.console = console or Console(stderr=True)
+        self.on_restart = on_restart
         self.queries: dict[str, StreamingQuery] = {}
+        #: Flows waiting to restart, by query name: when (monotonic seconds).
+        self.pending: dict[str, float] = {}
+        self.policies: dict[str, RestartPolicy] = {}
+        self._flows = {f.query_name: f for f in plan.flows}
+        self._stopping = False
+
+    def _policy(self, flow: PlannedFlow) -> RestartPolicy:
+        if flow.query_name not in self.policies:
+            settings = flow.ctx.params.restart or flow.ctx.settings.restart
+            self.policies[flow.query_name] = RestartPolicy(settings, is_finite(flow.trigger))
+        return self.policies[flow.query_name]
+
+    def restarts(self) -> dict[str, int]:
+        """Restarts per flow so far."""
+        return {name: p.restarts for name, p in self.policies.items() if p.restarts}
 
     def _start(self, flow: PlannedFlow) -> StreamingQuery:
         self.plan.run.failures.take(flow.query_name)  # one an earlier start left
@@ -123,11 +163,51 @@ class PipelineRunner:
         return translate(error, context=f"flow '{name}'{batch}", in_query=recorded is not None)
 
     def _check(self) -> None:
-        for name, query in self.queries.items():
+        now = time.monotonic()
+        for name, query in list(self.queries.items()):
+            if name in self.pending:
+                continue
             failure = self._failure(name, query)
             if failure is not None:
-                self.stop_all()
-                raise failure
+                self._failed(name, failure, now)
+        for name, due in list(self.pending.items()):
+            if now >= due:
+                self._restart(name)
+
+    def _failed(self, name: str, failure: EventlakeError, now: float) -> None:
+        """Schedule the failed flow's restart, or stop the run with ``failure``."""
+        flow = self._flows[name]
+        flow.spec.output.close(flow.ctx)
+        policy = self._policy(flow)
+        fatal = failure.recovery is Recovery.FATAL
+        delay = None if fatal or self._stopping else policy.next_delay(now)
+        if delay is None:
+            if not fatal and policy.restarts:
+                failure.what += f" (after {policy.restarts} restarts)"
+            self.stop_all(graceful=True)
+            raise failure
+        self.pending[name] = now + delay
+        self.console.print(
+            f"[{name}] failed: {failure.code} {failure.what.splitlines()[0]}; "
+            f"restart {policy.restarts} in {delay:.1f} s ({failure.recovery} error)",
+            highlight=False, soft_wrap=True, markup=False,
+        )  # fmt: skip
+        log.warning("%s failed (%s); restart %d in %.1fs", name, failure.render(),
+                    policy.restarts, delay)  # fmt: skip
+        if self.on_restart is not None:
+            self.on_restart(name, failure, policy.restarts, delay)
+
+    def _restart(self, name: str) -> None:
+        """Start a failed flow again from its checkpoint (a start that fails counts as a
+        failure of the flow)."""
+        del self.pending[name]
+        flow = self._flows[name]
+        self.plan.run.failures.take(name)
+        try:
+            self.queries[name] = _start_query(flow, flow.trigger)
+        except Exception as exc:
+            error = translate(exc, context=f"restarting flow '{name}'")
+            self._failed(name, error, time.monotonic())
 
     def run(self, stop: threading.Event | None = None) -> RunResult:
         stop = stop or threading.Event()
@@ -135,21 +215,29 @@ class PipelineRunner:
         result = RunResult(self.plan)
         try:
             for level in self.plan.levels():
-                started = [self._start(flow) for flow in level]
+                for flow in level:
+                    self._start(flow)
                 if finite:
-                    self._wait(partial(_all_ended, started), stop)
+                    names = [flow.query_name for flow in level]
+                    self._wait(partial(self._finished, names), stop)
                     if stop.is_set():
                         break
             if not finite:
                 self._wait(lambda: False, stop)
             result.stopped_by_signal = stop.is_set()
         finally:
+            self._stopping = True
             self.stop_all(graceful=True)
         self._check()
         self._finish_in_flight()
         self._await_listener()
         result.flows = self.listener.snapshot()
+        result.restarts = self.restarts()
         return result
+
+    def _finished(self, names: list[str]) -> bool:
+        """Whether each of ``names`` ended and none waits to restart."""
+        return not any(n in self.pending or self.queries[n].isActive for n in names)
 
     def _finish_in_flight(self, timeout: int = 300) -> None:
         """Re-run, once, each batch a stop cut short, so every flow ends on a commit.
@@ -161,6 +249,8 @@ class PipelineRunner:
         for flow in self.plan.flows:
             if flow.query_name not in self.queries or not is_micro_batch(flow.trigger):
                 continue
+            if flow.query_name in self.pending:
+                continue  # it failed: its next start replays the batch
             if CheckpointLog(flow.checkpoint).in_flight is None:
                 continue
             query = _start_query(flow, ONCE)

@@ -1,0 +1,124 @@
+"""A failed flow restarts from its checkpoint after its strategy's delay while the other
+flows keep running; a fatal error stops the run at once, naming its code."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from pyspark.sql import DataFrame
+
+from eventlake.config import PostgresSettings, RestartSettings
+from eventlake.connectors import DeltaOutput, FanOut, FilesInput, ToPostgres
+from eventlake.pipelines import Pipeline
+from eventlake.postgres import EmbeddedPostgres
+from eventlake.testing import free_port, read_delta, running_pipeline, settings_for, wait_until
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = "id STRING, amount DOUBLE"
+
+
+def _pipeline() -> Pipeline:
+    p = Pipeline("restart_demo")
+
+    def same(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    inbox = FilesInput("inbox", "json", SCHEMA)
+    p.flow(name="to_delta", input=inbox, output=DeltaOutput("silver", "rows"))(same)
+    p.flow(
+        name="to_postgres",
+        input=inbox,
+        output=FanOut(ToPostgres("pg_table", key=("id",))),
+    )(same)
+    return p
+
+
+def _restarts(samples: dict[str, list[Any]], flow: str) -> dict[str, float]:
+    return {
+        s.labels["reason"]: s.value
+        for s in samples.get("eventlake_flow_restarts", [])
+        if s.name.endswith("_total") and s.labels["flow"] == flow
+    }
+
+
+def _pg_rows(settings: PostgresSettings) -> int | None:
+    try:
+        with psycopg.connect(**settings.connect_kwargs(), connect_timeout=2) as conn:
+            row = conn.execute("SELECT count(*) FROM rows").fetchone()
+    except (psycopg.OperationalError, psycopg.errors.UndefinedTable):
+        return None
+    return int(row[0]) if row else None
+
+
+def test_a_flow_restarts_while_postgresql_is_down_and_the_others_keep_running(
+    tmp_path: Path,
+) -> None:
+    inbox = tmp_path / "lake" / "inbox"
+    inbox.mkdir(parents=True)
+    rows = [{"id": f"r-{i}", "amount": float(i)} for i in range(20)]
+    (inbox / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    folder = Path(tempfile.mkdtemp(prefix="eventlake-pg-restart-"))
+    folder.chmod(0o755)
+    pg = PostgresSettings(port=free_port(), password=secrets.token_urlsafe(12))
+    server = EmbeddedPostgres(pg, folder / "data")  # not started: the flow's target is down
+    backoff = RestartSettings(initial_delay="1 second", multiplier=1.5, max_delay="3 seconds")
+    settings = settings_for(tmp_path, restart_demo={"pg_table": "rows"}).model_copy(
+        update={"postgres": pg, "restart": backoff}
+    )
+    try:
+        with running_pipeline(_pipeline(), settings, trigger="1 second") as run:
+            wait_until(
+                lambda: sum(_restarts(run.metrics(), "to_postgres").values()) >= 2,
+                timeout=120, what="the PostgreSQL flow to fail and restart twice",
+            )  # fmt: skip
+            # The other flow of the pipeline went on meanwhile.
+            wait_until(lambda: len(read_delta(tmp_path / "lake" / "silver" / "rows")) == 20,
+                       timeout=120, what="the Delta flow to write every row")  # fmt: skip
+            assert _pg_rows(pg) is None
+            server.start()
+            wait_until(lambda: _pg_rows(pg) == 20, timeout=120,
+                       what="the restarted flow to write every row to PostgreSQL")  # fmt: skip
+            reasons = _restarts(run.metrics(), "to_postgres")
+            assert set(reasons) == {"EL-POSTGRES-003"}
+            assert _restarts(run.metrics(), "to_delta") == {}
+    finally:
+        server.remove()
+    assert run.result is not None
+    assert run.result.restarts["restart_demo.to_postgres"] >= 2
+    assert "restart_demo.to_delta" not in run.result.restarts
+    assert run.result.flows["restart_demo.to_delta"].input_rows == 20
+
+
+def test_a_fatal_error_stops_the_run_at_once_even_with_unlimited_restarts(
+    tmp_path: Path,
+) -> None:
+    from eventlake.errors import EventlakeError
+    from eventlake.pipelines import expect
+
+    inbox = tmp_path / "lake" / "inbox"
+    inbox.mkdir(parents=True)
+    (inbox / "a.json").write_text('{"id": "ok", "amount": 1.0}\n{"id": "bad", "amount": -1.0}\n')
+    p = Pipeline("fatal_demo")
+
+    @p.flow(input=FilesInput("inbox", "json", SCHEMA), output=DeltaOutput("silver", "rows"))
+    @expect("positive_amount", "amount > 0", on_violation="fail")
+    def checked(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    settings = settings_for(tmp_path)
+    assert settings.restart.strategy == "exponential-delay"
+    assert settings.restart.attempts is None  # unlimited, by default
+    with pytest.raises(EventlakeError) as caught:  # noqa: SIM117 - the run ends by itself
+        with running_pipeline(p, settings, trigger="1 second") as run:
+            wait_until(lambda: run.error is not None, timeout=120,
+                       what="the run to stop on the failed expectation")  # fmt: skip
+    assert caught.value.code == "EL-EXPECT-001"
+    assert "restarts)" not in caught.value.what
+    assert len(read_delta(tmp_path / "lake" / "silver" / "rows")) == 0
