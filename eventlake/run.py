@@ -88,10 +88,9 @@ def run_plan(
     own = listener is None
     listener = listener or ProgressListener()
     spark.streams.addListener(listener)
-    flows = {f.query_name: f.spec.name for f in plan.flows}
 
     def restarted(name: str, error: EventlakeError, _restart: int, _delay: float) -> None:
-        monitor.metrics.restarts.labels(plan.pipeline.name, flows[name], error.code).inc()
+        monitor.restarted(name, error.code)
 
     runner = PipelineRunner(plan, listener, on_restart=restarted)
     host = plan.flows[0].ctx.settings.metrics.host

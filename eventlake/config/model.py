@@ -140,6 +140,8 @@ class MetricsSettings(_Section):
     port: int | None = Field(default=None, ge=0, le=65535)
     #: 0.0.0.0 lets a Prometheus on another host scrape it.
     host: str = "127.0.0.1"
+    #: ``/readyz`` answers 503 while a flow's oldest unprocessed Kafka record is older.
+    ready_lag: SparkInterval = "5 minutes"
 
 
 class RestartSettings(_Section):

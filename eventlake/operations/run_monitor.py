@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eventlake.config import Settings
+from eventlake.durations import duration_ms
 from eventlake.monitoring import BatchProgress, ProgressListener
 from eventlake.monitoring.lag import Offsets, PartitionLag
 from eventlake.monitoring.metrics import PipelineMetrics
@@ -67,6 +68,15 @@ class RunMonitor:
         self._poked = threading.Event()
         self._server: Any = None
         self._threads: list[threading.Thread] = []
+        #: Flows restarted after a failure that have not completed a batch since.
+        self._restarting: set[str] = set()
+
+    def restarted(self, name: str, code: str) -> None:
+        """The runner restarts flow ``name`` after an error of ``code``."""
+        flow = self._flows.get(name)
+        if flow is not None:
+            self._restarting.add(name)
+            self.metrics.restarts.labels(self.pipeline, flow.spec.name, code).inc()
 
     @property
     def pipeline(self) -> str:
@@ -101,6 +111,7 @@ class RunMonitor:
         flow = self._flows.get(p.query)
         if flow is None:
             return
+        self._restarting.discard(p.query)  # a batch completed: it runs again
         self.metrics.batch(p)
         if p.expectations:
             record_expectations(flow, p)
@@ -181,6 +192,25 @@ class RunMonitor:
         record["pid"] = os.getpid()
         record["time"] = time.time()
         return record
+
+    def readiness(self) -> dict[str, Any]:
+        """``/readyz``: ready when every flow's query runs (none failed or waiting to
+        restart) and no partition of its Kafka input has waited longer than
+        ``metrics.ready_lag``; else why not, by flow."""
+        running = self._update_running()
+        bound = duration_ms(self.settings.metrics.ready_lag) / 1000.0
+        with self._lock:
+            lags = {name: list(lags) for name, lags in self._lags.items()}
+        waiting: dict[str, str] = {}
+        for name in self._flows:
+            behind = max((lag.seconds for lag in lags.get(name, [])), default=0.0)
+            if name in self._restarting:
+                waiting[name] = "restarting after a failure (no batch completed since)"
+            elif name not in running:
+                waiting[name] = "not running (failed or stopped)"
+            elif behind > bound:
+                waiting[name] = f"{behind:.0f} s behind its input (ready_lag {bound:.0f} s)"
+        return {"ready": not waiting, "flows": waiting}
 
     def lateness(self, flow: str) -> dict[str, Any]:
         """``eventlake lateness`` of one of the run's flows, on the run's session."""

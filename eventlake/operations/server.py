@@ -1,5 +1,7 @@
 """The HTTP endpoint of a run: ``/metrics`` (Prometheus text), ``/api/status`` (JSON),
-``/api/lateness?flow=F`` (JSON) and ``/`` (the live dashboard)."""
+``/api/lateness?flow=F`` (JSON), ``/`` (the live dashboard), and Kubernetes' probes:
+``/healthz`` (200 while the run lives) and ``/readyz`` (200 when every flow runs and is
+caught up, else 503 saying which is not)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,11 @@ def serve(monitor: RunMonitor, host: str, port: int) -> ThreadingHTTPServer:
                 elif url.path == "/api/lateness":
                     flow = parse_qs(url.query).get("flow", [""])[0]
                     self._json(monitor.lateness(flow))
+                elif url.path == "/healthz":
+                    self._send(200, "text/plain", b"ok\n")
+                elif url.path == "/readyz":
+                    ready = monitor.readiness()
+                    self._json(ready, 200 if ready["ready"] else 503)
                 elif url.path in ("/", "/index.html"):
                     self._send(200, "text/html; charset=utf-8", dashboard_html())
                 else:

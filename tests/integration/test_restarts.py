@@ -48,6 +48,18 @@ def _restarts(samples: dict[str, list[Any]], flow: str) -> dict[str, float]:
     }
 
 
+def _probe(url: str) -> tuple[int, str]:
+    """(status, body) of a GET on the run's endpoint."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
 def _pg_rows(settings: PostgresSettings) -> int | None:
     try:
         with psycopg.connect(**settings.connect_kwargs(), connect_timeout=2) as conn:
@@ -82,9 +94,16 @@ def test_a_flow_restarts_while_postgresql_is_down_and_the_others_keep_running(
             wait_until(lambda: len(read_delta(tmp_path / "lake" / "silver" / "rows")) == 20,
                        timeout=120, what="the Delta flow to write every row")  # fmt: skip
             assert _pg_rows(pg) is None
+            # Kubernetes' probes: alive, but not ready while a flow waits to restart.
+            assert _probe(run.url + "healthz") == (200, "ok\n")
+            status, body = _probe(run.url + "readyz")
+            assert status == 503
+            assert set(json.loads(body)["flows"]) == {"restart_demo.to_postgres"}
             server.start()
             wait_until(lambda: _pg_rows(pg) == 20, timeout=120,
                        what="the restarted flow to write every row to PostgreSQL")  # fmt: skip
+            wait_until(lambda: _probe(run.url + "readyz")[0] == 200, timeout=60,
+                       what="the run to be ready once every flow runs again")  # fmt: skip
             reasons = _restarts(run.metrics(), "to_postgres")
             assert set(reasons) == {"EL-POSTGRES-003"}
             assert _restarts(run.metrics(), "to_delta") == {}
