@@ -29,6 +29,7 @@ def exported_names() -> set[str]:
     metrics = PipelineMetrics("p")
     metrics.flow_started("f", "10 seconds")
     metrics.lag("f", [PartitionLag("t", 0, 1, 2, 1, 0.5)])
+    metrics.restarts.labels("p", "f", "EL-KAFKA-003").inc()
     metrics.batch(BatchProgress(
         query="p.f", batch_id=0, input_rows=1, input_rows_per_second=1.0,
         processed_rows_per_second=1.0, batch_duration_ms=10, watermark=None, state_rows=0,
@@ -44,7 +45,7 @@ def used_names(expr: str) -> set[str]:
 def test_alert_rules_pass_promtool_check_and_their_unit_tests() -> None:
     checked = promtool("check", "rules", RULES.name, cwd=RULES.parent)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 4 rules found" in checked.stdout
+    assert "SUCCESS: 5 rules found" in checked.stdout
     tested = promtool("test", "rules", "eventlake-alerts.test.yml", cwd=RULES.parent)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
@@ -55,7 +56,7 @@ def test_rules_and_dashboard_use_only_exported_metrics() -> None:
     exprs = [r["expr"] for g in rules["groups"] for r in g["rules"]]
     alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
     assert {"EventlakeKafkaLagGrowing", "EventlakeNoBatchCommitted",
-            "EventlakeQuarantineRateHigh"} <= alerts  # fmt: skip
+            "EventlakeQuarantineRateHigh", "EventlakeFlowRestartLoop"} <= alerts  # fmt: skip
     dashboard = json.loads(DASHBOARD.read_text())
     exprs += [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     for expr in exprs:
