@@ -89,8 +89,8 @@ def run_plan(
     listener = listener or ProgressListener()
     spark.streams.addListener(listener)
 
-    def restarted(name: str, error: EventlakeError, _restart: int, _delay: float) -> None:
-        monitor.restarted(name, error.code)
+    def restarted(name: str, error: EventlakeError, _restart: int, delay: float) -> None:
+        monitor.restarted(name, error, delay)
 
     runner = PipelineRunner(plan, listener, on_restart=restarted)
     host = plan.flows[0].ctx.settings.metrics.host

@@ -134,6 +134,14 @@ def _lag_text(flow: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _flow_state(flow: dict[str, Any]) -> str:
+    last = flow.get("last_restart")
+    if flow.get("restarting") and last:
+        return f"restarting ({last['code']}, restart {last['restarts']})"
+    state = "running" if flow["running"] else "stopped"
+    return f"{state} ({last['restarts']} restarts)" if last else state
+
+
 def _print_status(console: Console, record: dict[str, Any]) -> None:
     state = "running" if record["running"] else "stopped"
     table = Table(title=f"{record['pipeline']}: {state} (from {record['source']})")
@@ -145,7 +153,7 @@ def _print_status(console: Console, record: dict[str, Any]) -> None:
         outputs = "\n".join(f"{k}: {'-' if v is None else v}" for k, v in f["outputs"].items())
         table.add_row(
             f["flow"],
-            "running" if f["running"] else "stopped",
+            _flow_state(f),
             "-" if f["last_batch"] is None else str(f["last_batch"]),
             _when(f["last_commit"], short=True),
             "-" if f["in_flight"] is None else str(f["in_flight"]),

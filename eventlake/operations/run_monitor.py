@@ -15,6 +15,7 @@ from typing import Any
 
 from eventlake.config import Settings
 from eventlake.durations import duration_ms
+from eventlake.errors import EventlakeError
 from eventlake.monitoring import BatchProgress, ProgressListener
 from eventlake.monitoring.lag import Offsets, PartitionLag
 from eventlake.monitoring.metrics import PipelineMetrics
@@ -70,13 +71,20 @@ class RunMonitor:
         self._threads: list[threading.Thread] = []
         #: Flows restarted after a failure that have not completed a batch since.
         self._restarting: set[str] = set()
+        #: Per flow: restarts so far and the error of the last one.
+        self._restarts: dict[str, dict[str, Any]] = {}
 
-    def restarted(self, name: str, code: str) -> None:
-        """The runner restarts flow ``name`` after an error of ``code``."""
+    def restarted(self, name: str, error: EventlakeError, delay: float) -> None:
+        """The runner restarts flow ``name`` in ``delay`` seconds after ``error``."""
         flow = self._flows.get(name)
-        if flow is not None:
-            self._restarting.add(name)
-            self.metrics.restarts.labels(self.pipeline, flow.spec.name, code).inc()
+        if flow is None:
+            return
+        self._restarting.add(name)
+        self.metrics.restarts.labels(self.pipeline, flow.spec.name, error.code).inc()
+        count = self._restarts.get(name, {}).get("restarts", 0) + 1
+        self._restarts[name] = {"restarts": count, "code": error.code,
+                                "error": error.what.splitlines()[0],
+                                "at": time.time(), "delay_seconds": round(delay, 3)}  # fmt: skip
 
     @property
     def pipeline(self) -> str:
@@ -188,6 +196,10 @@ class RunMonitor:
         with self._lock:
             lags = {name: list(lags) for name, lags in self._lags.items()}
         record = pipeline_status(self.plan.pipeline, self.settings, running=running, lags=lags)
+        for flow in record["flows"]:
+            query = f"{self.pipeline}.{flow['flow']}"
+            flow["restarting"] = query in self._restarting
+            flow["last_restart"] = self._restarts.get(query)
         record["source"] = f"metrics endpoint {self.host}:{self.port}"
         record["pid"] = os.getpid()
         record["time"] = time.time()

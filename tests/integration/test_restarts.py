@@ -99,6 +99,12 @@ def test_a_flow_restarts_while_postgresql_is_down_and_the_others_keep_running(
             status, body = _probe(run.url + "readyz")
             assert status == 503
             assert set(json.loads(body)["flows"]) == {"restart_demo.to_postgres"}
+            # `eventlake status` (the run's /api/status) shows it restarting, with its error.
+            flows = {f["flow"]: f for f in run.status()["flows"]}
+            assert flows["to_postgres"]["restarting"] is True
+            assert flows["to_postgres"]["last_restart"]["code"] == "EL-POSTGRES-003"
+            assert flows["to_delta"]["restarting"] is False
+            assert flows["to_delta"]["last_restart"] is None
             server.start()
             wait_until(lambda: _pg_rows(pg) == 20, timeout=120,
                        what="the restarted flow to write every row to PostgreSQL")  # fmt: skip
