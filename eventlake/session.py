@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -44,6 +45,8 @@ FS_CHECKPOINT_MANAGER = (
 HDFS_COMPLETE_DELAY = "spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms"
 HDFS_COMPLETE_RETRIES = "spark.hadoop.dfs.client.block.write.locateFollowingBlock.retries"
 _lock = threading.Lock()
+#: Marks a signal handler that stops a run between batches (``eventlake.cli.signals``).
+STOP_HANDLER = "__eventlake_stops_between_batches__"
 logger = logging.getLogger(__name__)
 
 
@@ -165,7 +168,16 @@ def _start_jvm(conf: dict[str, str], log: Path) -> None:
                 spark_conf, popen_kwargs={"stdout": out, "stderr": out}
             )
         ignore_stop_signals(gateway.jvm)
+    # SparkContext installs a SIGINT handler of its own (cancel every job, then raise
+    # KeyboardInterrupt); a stop handler installed before Spark started (`eventlake run`'s)
+    # stays, so Ctrl-C stops the run between batches as SIGTERM does.
+    previous = signal.getsignal(signal.SIGINT)
     SparkContext(conf=spark_conf, gateway=gateway)
+    if (
+        getattr(previous, STOP_HANDLER, False)
+        and threading.current_thread() is threading.main_thread()
+    ):
+        signal.signal(signal.SIGINT, previous)
     configure_python_logging(log)
 
 

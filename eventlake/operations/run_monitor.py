@@ -209,16 +209,16 @@ class RunMonitor:
         """``/readyz``: ready when every flow's query runs (none failed or waiting to
         restart) and no partition of its Kafka input has waited longer than
         ``metrics.ready_lag``; else why not, by flow."""
-        running = self._update_running()
+        running = self._update_running()  # by flow name
         bound = duration_ms(self.settings.metrics.ready_lag) / 1000.0
         with self._lock:
             lags = {name: list(lags) for name, lags in self._lags.items()}
         waiting: dict[str, str] = {}
-        for name in self._flows:
-            behind = max((lag.seconds for lag in lags.get(name, [])), default=0.0)
+        for name, flow in self._flows.items():
+            behind = max((lag.seconds for lag in lags.get(flow.spec.name, [])), default=0.0)
             if name in self._restarting:
                 waiting[name] = "restarting after a failure (no batch completed since)"
-            elif name not in running:
+            elif flow.spec.name not in running:
                 waiting[name] = "not running (failed or stopped)"
             elif behind > bound:
                 waiting[name] = f"{behind:.0f} s behind its input (ready_lag {bound:.0f} s)"

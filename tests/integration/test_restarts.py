@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 
 from eventlake.config import PostgresSettings, RestartSettings
 from eventlake.connectors import DeltaOutput, FanOut, FilesInput, ToPostgres
-from eventlake.pipelines import Pipeline
+from eventlake.pipelines import Pipeline, PipelineParams
 from eventlake.postgres import EmbeddedPostgres
 from eventlake.testing import free_port, read_delta, running_pipeline, settings_for, wait_until
 
@@ -24,8 +24,12 @@ pytestmark = pytest.mark.integration
 SCHEMA = "id STRING, amount DOUBLE"
 
 
+class DemoParams(PipelineParams):
+    pg_table: str = "rows"
+
+
 def _pipeline() -> Pipeline:
-    p = Pipeline("restart_demo")
+    p = Pipeline("restart_demo", params=DemoParams)
 
     def same(ctx: Any, df: DataFrame) -> DataFrame:
         return df
@@ -81,9 +85,7 @@ def test_a_flow_restarts_while_postgresql_is_down_and_the_others_keep_running(
     pg = PostgresSettings(port=free_port(), password=secrets.token_urlsafe(12))
     server = EmbeddedPostgres(pg, folder / "data")  # not started: the flow's target is down
     backoff = RestartSettings(initial_delay="1 second", multiplier=1.5, max_delay="3 seconds")
-    settings = settings_for(tmp_path, restart_demo={"pg_table": "rows"}).model_copy(
-        update={"postgres": pg, "restart": backoff}
-    )
+    settings = settings_for(tmp_path).model_copy(update={"postgres": pg, "restart": backoff})
     try:
         with running_pipeline(_pipeline(), settings, trigger="1 second") as run:
             wait_until(
