@@ -74,11 +74,8 @@ class PipelineParams(BaseModel):
         "watermark follows the clock (now minus the delay), so windows and sessions close.",
     )
 
-    restart: RestartSettings | None = Field(
-        default=None,
-        description="This pipeline's restart strategy (the top-level restart section's "
-        "when unset).",
-    )
+    #: This pipeline's restart strategy; unset, the top-level ``restart`` section's.
+    restart: RestartSettings | None = None
 
     json_decoder: JsonDecoder = Field(
         default="spark",

@@ -106,14 +106,12 @@ OnRestart = Callable[[str, EventlakeError, int, float], None]
 
 
 class PipelineRunner:
+    """Runs a plan's queries; ``on_restart`` hears of each restart, ``console`` shows it."""
+
     def __init__(
-        self,
-        plan: Plan,
-        listener: ProgressListener,
-        *,
-        console: Console | None = None,
-        on_restart: OnRestart | None = None,
-    ) -> None:
+        self, plan: Plan, listener: ProgressListener, *,
+        console: Console | None = None, on_restart: OnRestart | None = None,
+    ) -> None:  # fmt: skip
         from rich.console import Console
 
         self.plan = plan
