@@ -42,7 +42,8 @@ from eventlake.watermarks import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from eventlake.pipelines.api import Pipeline
+    from eventlake.context import FlowConfig
+    from eventlake.pipelines.api import FlowSpec, Pipeline
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,11 @@ def verify_flow(
     late_counts: list[DataFrame] = []
     spec.transform(ctx, source)  # how the watermarked rows are grouped, if they are
     calls = ctx.watermarks.calls
+    if not calls and _watermarked_outside_the_context(spec, config, spark):
+        raise _refused(name, "its watermark is set with DataFrame.withWatermark, so the late "
+                       "rows Spark dropped cannot be judged",
+                       "declare it with ctx.with_watermark (or eventlake's windowed or "
+                       "deduplicated_events)")  # fmt: skip
     marks = iter(calls)  # the same watermarks, in the same order, below
     if any(sliding(m) for m in calls):
         what = ("it aggregates by a sliding window (Spark drops a late row from the closed "
@@ -154,6 +160,18 @@ def verify_flow(
         missing_count=missing.count(),
         unexpected_count=unexpected.count(),
     )
+
+
+def _watermarked_outside_the_context(
+    spec: FlowSpec, config: FlowConfig, spark: SparkSession
+) -> bool:
+    """Whether the flow's streaming plan holds a watermark its context did not record (a
+    batch plan drops watermarks, so the flow is built on a stream to look)."""
+    from eventlake.pipelines.plan_tree import analysed_tree
+
+    ctx = FlowContext.of(config, spark, trigger="available-now", sources=(spec.input,))
+    built = spec.transform(ctx, spec.input.read(ctx))
+    return bool(analysed_tree(built).find("EventTimeWatermark")) and not ctx.watermarks.calls
 
 
 def _iso(ms: int) -> str | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from eventlake.errors import EventlakeError
 from eventlake.kafka import produce
 from eventlake.operations.verify import verify_flow
 from eventlake.testing import read_delta, run_available_now, settings_for
@@ -46,6 +47,12 @@ def test_verify_clean_flow_and_the_rows_of_a_broken_one(
     good = verify_flow(clicks, "per_window", settings, spark)
     assert good.ok, good
     assert (good.expected_rows, good.output_rows, good.late_rows) == (4, 4, 1)
+
+    with pytest.raises(EventlakeError) as refused:
+        verify_flow(clicks, "per_window_direct", settings, spark)
+    assert refused.value.code == "EL-PIPELINE-002"
+    assert "DataFrame.withWatermark" in refused.value.what
+    assert "ctx.with_watermark" in (refused.value.fix or "")
 
     bad = verify_flow(clicks, "per_user", settings, spark)
     assert not bad.ok
