@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from pyspark.sql import DataFrame
 
+from eventlake.checkpoints import CheckpointLog
 from eventlake.config import PostgresSettings, RestartSettings
 from eventlake.connectors import DeltaOutput, FanOut, FilesInput, ToPostgres
 from eventlake.pipelines import Pipeline, PipelineParams
@@ -139,6 +140,10 @@ def test_a_fatal_error_stops_the_run_at_once_even_with_unlimited_restarts(
     def checked(ctx: Any, df: DataFrame) -> DataFrame:
         return df
 
+    @p.flow(input=FilesInput("inbox", "json", SCHEMA), output=DeltaOutput("silver", "all"))
+    def unchecked(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
     settings = settings_for(tmp_path)
     assert settings.restart.strategy == "exponential-delay"
     assert settings.restart.attempts is None  # unlimited, by default
@@ -149,3 +154,6 @@ def test_a_fatal_error_stops_the_run_at_once_even_with_unlimited_restarts(
     assert caught.value.code == "EL-EXPECT-001"
     assert "restarts)" not in caught.value.what
     assert len(read_delta(tmp_path / "lake" / "silver" / "rows")) == 0
+    # The other flow was stopped between batches, not cut inside one.
+    other = CheckpointLog(tmp_path / "checkpoints" / "fatal_demo" / "unchecked")
+    assert other.in_flight is None
