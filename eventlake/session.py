@@ -58,7 +58,7 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     """The full Spark configuration eventlake starts a session with."""
     jars = jar_files(SPARK_JARS) if jars is None else jars
     conf: dict[str, str] = {
-        "spark.master": spark.master,
+        "spark.master": with_task_attempts(spark.master, spark.task_attempts),
         "spark.app.name": spark.app_name,
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -123,6 +123,18 @@ def cluster_cores(session: SparkSession, master: str, timeout: float = 30.0) -> 
     while not sc._jsc.sc().getExecutorIds().size() and time.monotonic() < deadline:
         time.sleep(0.2)
     return max(1, sc.defaultParallelism)
+
+
+def with_task_attempts(master: str, attempts: int) -> str:
+    """``master`` allowing a failed task ``attempts`` tries, for ``local`` and ``local[N]``
+    (Spark's local mode gives a task one try, where a cluster gives it
+    ``spark.task.maxFailures``, 4): a transient task failure then costs the task, not a
+    restart of the flow's query. Other masters, and ``local[N,F]``, are left as written."""
+    if master == "local":
+        return f"local[1,{attempts}]"
+    if master.startswith("local[") and "," not in master:
+        return f"{master[:-1]},{attempts}]"
+    return master
 
 
 def local_cores(master: str) -> int:

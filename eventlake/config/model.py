@@ -85,6 +85,9 @@ class CheckpointSettings(_Section):
 
 class SparkSettings(_Section):
     master: str = "local[*]"
+    #: Tries of a failing task under a ``local`` or ``local[N]`` master (a cluster's are
+    #: ``spark.task.maxFailures``, 4): a transient task failure costs the task, not the query.
+    task_attempts: int = Field(default=4, ge=1)
     app_name: str = "eventlake"
     log_level: str = "WARN"
     # Applied last, so any Spark setting eventlake chooses can be overridden here.

@@ -157,3 +157,35 @@ def test_a_fatal_error_stops_the_run_at_once_even_with_unlimited_restarts(
     # The other flow was stopped between batches, not cut inside one.
     other = CheckpointLog(tmp_path / "checkpoints" / "fatal_demo" / "unchecked")
     assert other.in_flight is None
+
+
+def test_a_task_that_fails_once_is_tried_again_inside_its_query(tmp_path: Path) -> None:
+    """Under a local master a task gets four tries, as on a cluster: a transient task
+    failure costs the task, not a restart of the flow."""
+    from pyspark.sql import functions as F
+
+    from eventlake.testing import run_available_now
+
+    inbox = tmp_path / "lake" / "inbox"
+    inbox.mkdir(parents=True)
+    rows = [{"id": f"r-{i}", "amount": float(i)} for i in range(20)]
+    (inbox / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    failed = tmp_path / "failed-once"
+
+    def flaky(value: str) -> str:
+        if not failed.exists():
+            failed.write_text("the first try of this task failed")
+            raise RuntimeError("a transient task failure")
+        return value
+
+    p = Pipeline("retry_demo")
+
+    @p.flow(input=FilesInput("inbox", "json", SCHEMA), output=DeltaOutput("silver", "rows"))
+    def copied(ctx: Any, df: DataFrame) -> DataFrame:
+        return df.select(F.udf(flaky, "string")("id").alias("id"), "amount")
+
+    result = run_available_now(p, settings_for(tmp_path))
+    assert failed.exists()  # a task did fail
+    assert result.restarts == {}  # and its query did not
+    written = read_delta(tmp_path / "lake" / "silver" / "rows").to_pylist()
+    assert sorted(r["id"] for r in written) == sorted(r["id"] for r in rows)

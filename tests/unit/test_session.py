@@ -13,14 +13,25 @@ from eventlake.session import (
     effective_conf,
     local_cores,
     spark_conf,
+    with_task_attempts,
 )
 
 JARS = [Path("/j/delta.jar"), Path("/j/kafka.jar")]
 
 
+def test_local_masters_get_task_attempts_others_are_left_alone() -> None:
+    assert with_task_attempts("local[*]", 4) == "local[*,4]"
+    assert with_task_attempts("local[2]", 3) == "local[2,3]"
+    assert with_task_attempts("local", 4) == "local[1,4]"
+    assert with_task_attempts("local[2,1]", 4) == "local[2,1]"  # as the user wrote it
+    assert with_task_attempts("spark://127.0.0.1:7077", 4) == "spark://127.0.0.1:7077"
+    conf = spark_conf(SparkSettings(master="local[2]", task_attempts=1), JARS)
+    assert conf["spark.master"] == "local[2,1]"
+
+
 def test_local_defaults() -> None:
     conf = spark_conf(SparkSettings(), JARS)
-    assert conf["spark.master"] == "local[*]"
+    assert conf["spark.master"] == "local[*,4]"  # a failed task is tried again, as on a cluster
     assert conf["spark.jars"] == "/j/delta.jar,/j/kafka.jar"
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
