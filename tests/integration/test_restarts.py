@@ -182,7 +182,7 @@ def test_a_task_that_fails_once_is_tried_again_inside_its_query(tmp_path: Path) 
 
     @p.flow(input=FilesInput("inbox", "json", SCHEMA), output=DeltaOutput("silver", "rows"))
     def copied(ctx: Any, df: DataFrame) -> DataFrame:
-        return df.select(F.udf(flaky, "string")("id").alias("id"), "amount")
+        return df.select(F.udf(flaky, "string", useArrow=False)("id").alias("id"), "amount")
 
     result = run_available_now(p, settings_for(tmp_path))
     assert failed.exists()  # a task did fail
