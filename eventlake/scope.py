@@ -123,6 +123,15 @@ class RunScope:
             _close_quietly(old)
         return resource
 
+    def held(self, query: str, key: str, kind: type[S], factory: Callable[[], S]) -> S:
+        """The ``kind`` resource query ``query`` holds under ``key``, opened with
+        ``factory()`` when it holds none (a batch written without its output opened)."""
+        with self._lock:
+            found = self._resources.get((query, key))
+            if isinstance(found, kind):
+                return found
+        return self.open_resource(query, key, factory())
+
     def resource(self, query: str, key: str) -> Service | None:
         """The resource query ``query`` opened under ``key``, if it is open."""
         with self._lock:

@@ -359,11 +359,8 @@ class ToKafkaExactlyOnce(_TopicByParam, Target):
         ctx.run.open_resource(ctx.query_name, self.target_id(ctx), _Transactions(ctx, self))
 
     def _transactions(self, batch: BatchContext) -> _Transactions:
-        run, key = batch.ctx.run, self.target_id(batch.ctx)
-        held = run.resource(batch.flow, key)
-        if isinstance(held, _Transactions):
-            return held
-        return run.open_resource(batch.flow, key, _Transactions(batch.ctx, self))
+        return batch.ctx.run.held(batch.flow, self.target_id(batch.ctx), _Transactions,
+                                  lambda: _Transactions(batch.ctx, self))  # fmt: skip
 
     def committed_batch(self, batch: BatchContext) -> int | None:
         """The last batch id whose transaction committed in this scope, or None."""

@@ -77,11 +77,9 @@ class ToPostgres(Target):
         ctx.run.open_resource(ctx.query_name, key, PostgresConnection(ctx.settings.postgres))
 
     def _connection(self, batch: BatchContext) -> PostgresConnection:
-        run, key = batch.ctx.run, self.target_id(batch.ctx)
-        held = run.resource(batch.flow, key)
-        if isinstance(held, PostgresConnection):
-            return held
-        return run.open_resource(batch.flow, key, PostgresConnection(batch.ctx.settings.postgres))
+        settings = batch.ctx.settings.postgres
+        return batch.ctx.run.held(batch.flow, self.target_id(batch.ctx), PostgresConnection,
+                                  lambda: PostgresConnection(settings))  # fmt: skip
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         flow = batch.ctx

@@ -74,11 +74,16 @@ def test_resources_close_with_their_query_and_everything_with_the_run() -> None:
     run.close_resources("p.a")
     assert log == ["a-pg", "a-pg-2"]
     assert run.resource("p.a", "pg") is None
+    # A batch written without its output opened opens the resource on first use, once.
+    kept = run.held("p.c", "pg", Held, lambda: Held(log, "c-pg"))
+    assert run.held("p.c", "pg", Held, lambda: Held(log, "never")) is kept
+    run.close_resources("p.c")
+    assert log == ["a-pg", "a-pg-2", "c-pg"]
     first = run.service(Held, lambda: Held(log, "service-1"))
     assert run.service(Held, lambda: Held(log, "never")) is first
     run.close()
     run.close()  # a second close does nothing
-    assert log == ["a-pg", "a-pg-2", "b-pg", "service-1"]
+    assert log == ["a-pg", "a-pg-2", "c-pg", "b-pg", "service-1"]
 
 
 def test_services_are_created_once_across_threads() -> None:
