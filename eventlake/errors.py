@@ -10,6 +10,7 @@ registered in the same table.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ class ErrorCode(StrEnum):
     CLUSTER_PORT_IN_USE = "EL-CLUSTER-002"
     STORAGE_UNAVAILABLE = "EL-STORAGE-001"
     HDFS_START_FAILED = "EL-STORAGE-002"
+    STORAGE_FULL = "EL-STORAGE-003"
 
 
 class Recovery(StrEnum):
@@ -211,6 +213,10 @@ _STORAGE_UNREACHABLE = ("java.net.ConnectException", "java.net.UnknownHostExcept
                         "java.net.NoRouteToHostException",
                         "org.apache.hadoop.net.ConnectTimeoutException")  # fmt: skip
 _STORAGE_SCHEME = ("org.apache.hadoop.fs.UnsupportedFileSystemException",)
+#: A write the filesystem refused for space: the IOException (or Hadoop's FSError around
+#: it) carries the operating system's ENOSPC text; Python raises OSError(ENOSPC).
+_DISK_FULL_CLASSES = ("java.io.IOException", "org.apache.hadoop.fs.FSError")
+_DISK_FULL_TEXT = "No space left on device"
 _JARS_CONDITIONS = ("DATA_SOURCE_NOT_FOUND",)
 
 _RAISED = "USER_RAISED_EXCEPTION"
@@ -345,6 +351,15 @@ _FATAL_CONDITIONS = (
 _TRANSIENT_CONDITIONS = ("DELTA_CONCURRENT",)
 
 
+_PSYCOPG_TRANSIENT = ("OperationalError", "InterfaceError")
+
+
+def _disk_full(exc: BaseException, causes: list[JvmCause]) -> bool:
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    return any(c.cls in _DISK_FULL_CLASSES and _DISK_FULL_TEXT in c.message for c in causes)
+
+
 def recovery_of(exc: BaseException) -> Recovery:
     """Whether a flow that failed with ``exc`` can be restarted, decided by type: an
     EventlakeError's own, psycopg's connection errors (transient), else the JVM causes'
@@ -356,9 +371,12 @@ def recovery_of(exc: BaseException) -> Recovery:
         found = recovery_of(cause)
         if found is not Recovery.UNKNOWN:
             return found
-    if type(exc).__module__.startswith("psycopg") and type(exc).__name__ in (
-        "OperationalError", "InterfaceError",
-    ):  # fmt: skip
+    if _disk_full(exc, jvm_causes(exc)):
+        return Recovery.TRANSIENT
+    if any(
+        kind.__module__.startswith("psycopg") and kind.__name__ in _PSYCOPG_TRANSIENT
+        for kind in type(exc).__mro__
+    ):  # a lost or refused connection, e.g. AdminShutdown when the server stops
         return Recovery.TRANSIENT
     for link in jvm_causes(exc):
         found_condition = link.condition or ""
@@ -402,6 +420,10 @@ def _translate(exc: BaseException, context: str, in_query: bool = False) -> Even
     if classes & set(_STORAGE_UNREACHABLE):
         return EventlakeError(
             ErrorCode.STORAGE_UNAVAILABLE, f"{where}a filesystem did not answer ({cause})."
+        )
+    if _disk_full(exc, causes):
+        return EventlakeError(
+            ErrorCode.STORAGE_FULL, f"{where}a filesystem has no space left ({cause})."
         )
     if classes & set(_STORAGE_SCHEME):
         return EventlakeError(

@@ -6,6 +6,7 @@ and ``spark.conf`` entries are applied last, over eventlake's own choices.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -235,16 +236,42 @@ def effective_conf(
     return {**ours, **submitted, **spark.conf}
 
 
+class LogFileHandler(logging.FileHandler):
+    """eventlake's log file. A record it cannot write (its disk full, say) costs that
+    record and one line on stderr, not a traceback per record; it says so again after a
+    write succeeded."""
+
+    eventlake = True
+    _failing = False  # since the last record written
+    _failed = False  # the record being written
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failed = False
+        super().emit(record)
+        if not self._failed:
+            self._failing = False
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # still full: what was buffered is lost
+            super().close()
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self._failed = True
+        if self._failing:
+            return
+        self._failing = True
+        problem = sys.exc_info()[1]
+        sys.stderr.write(f"eventlake: cannot write its log file {self.baseFilename} "
+                         f"({problem}); log lines are dropped until it can\n")  # fmt: skip
+
+
 def configure_python_logging(log: Path) -> None:
     """eventlake's and libraries' Python logging (warnings and up; eventlake's info too)
     into ``log``, once per process."""
-    import logging
-
     root = logging.getLogger()
     if any(getattr(h, "eventlake", False) for h in root.handlers):
         return
-    handler = logging.FileHandler(log)
-    handler.eventlake = True  # type: ignore[attr-defined]
+    handler = LogFileHandler(log)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(min(root.level or logging.WARNING, logging.WARNING))

@@ -56,8 +56,9 @@ class EmbeddedHdfs:
     def _details(self) -> Path:
         return self.data_dir / "details.json"
 
-    def start(self, *, timeout: float = 120.0) -> str:
-        """Format and start the cluster; return its URI once the NameNode answers."""
+    def start(self, *, timeout: float = 120.0, format: bool = True) -> str:
+        """Start the cluster (formatting its storage first unless ``format=False``, which
+        restarts it on what an earlier start stored); return its URI once it answers."""
         if port_open(self.port):
             raise EventlakeError(
                 ErrorCode.HDFS_START_FAILED,
@@ -69,7 +70,7 @@ class EmbeddedHdfs:
         cmd = [
             java_executable("HDFS"), "-Xmx512m", "-Djava.awt.headless=true",
             f"-Dtest.build.data={self.data_dir}", "-cp", _classpath(), MAIN,
-            "-format", "-nnport", str(self.port), "-httpport", "0",
+            *(["-format"] if format else []), "-nnport", str(self.port), "-httpport", "0",
             "-datanodes", str(self.datanodes), "-writeDetails", str(self._details),
             "-D", f"hdfs.minidfs.basedir={self.data_dir / 'dfs'}",
             "-D", "dfs.permissions.enabled=false",

@@ -87,6 +87,10 @@ def test_a_wrapped_cause_decides_the_recovery() -> None:
     wrapped.__cause__ = lost
     assert recovery_of(wrapped) is Recovery.TRANSIENT
     assert recovery_of(ValueError("a bug")) is Recovery.UNKNOWN
+    # What a stopping server sends to an open connection is a subclass, by SQLSTATE.
+    stopping = psycopg.errors.AdminShutdown("terminating connection due to administrator command")
+    assert recovery_of(stopping) is Recovery.TRANSIENT
+    assert recovery_of(psycopg.errors.UniqueViolation("dup")) is Recovery.UNKNOWN
 
 
 def test_readme_lists_every_fatal_and_transient_code() -> None:

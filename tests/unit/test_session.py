@@ -96,3 +96,26 @@ def test_under_spark_submit_its_settings_win_and_the_config_conf_wins_over_them(
 def test_without_spark_submit_the_config_decides() -> None:
     spark = SparkSettings(master="local[2]")
     assert effective_conf(spark, None, JARS) == spark_conf(spark, JARS)
+
+
+def test_a_log_file_that_cannot_be_written_costs_one_line_not_a_traceback_per_record(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    from eventlake.session import LogFileHandler
+
+    handler = LogFileHandler("/dev/full")  # every write fails with ENOSPC, as on a full disk
+    logger = logging.getLogger(f"eventlake.test.{id(handler)}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        for i in range(3):
+            logger.warning("record %d", i)
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    err = capsys.readouterr().err
+    assert err.count("cannot write its log file /dev/full") == 1
+    assert "No space left on device" in err
+    assert "Traceback" not in err
