@@ -15,6 +15,7 @@ from eventlake.errors import EventlakeError
 from eventlake.monitoring import ProgressListener
 from eventlake.operations.late_rows import LateKeeper
 from eventlake.operations.run_monitor import RunMonitor
+from eventlake.operations.server import check_exposure, tls_context
 from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import Plan, build_plan, check_flow_names
@@ -56,6 +57,10 @@ def run_pipeline(
         registry = registry if registry is not None else load_pipelines(modules)
         pipeline = registry.get(pipeline)
     check_flow_names(pipeline, flows)
+    port = metrics_port if metrics_port is not None else settings.metrics.port
+    if port is not None:  # an exposed endpoint or a broken certificate: refused up front
+        check_exposure(settings.metrics)
+        tls_context(settings.metrics)
     preflight_topics(pipeline, pipeline.configs(settings), flows)
     spark = get_spark(settings)
     with RunScope() as run:
@@ -70,7 +75,6 @@ def run_pipeline(
             on_plan(plan, report)
         if report is not None:
             require_valid(report)
-        port = metrics_port if metrics_port is not None else settings.metrics.port
         return run_plan(plan, stop=stop, listener=listener, metrics_port=port, on_serve=on_serve)
 
 

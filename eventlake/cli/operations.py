@@ -68,7 +68,7 @@ def _live_status(settings: Settings, registry: Registry, name: str) -> dict[str,
         return None
     if run.get("url"):
         try:
-            return fetch_status(run["url"])
+            return fetch_status(run["url"], settings.metrics)
         except (OSError, ValueError):
             pass
     record = pipeline_status(registry.get(name), settings, running=set(run.get("flows", [])))

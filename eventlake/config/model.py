@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from eventlake.durations import SparkInterval
 from eventlake.paths import state_dir
@@ -141,10 +141,27 @@ class MetricsSettings(_Section):
     served; ``run --metrics-port`` overrides)."""
 
     port: int | None = Field(default=None, ge=0, le=65535)
-    #: 0.0.0.0 lets a Prometheus on another host scrape it.
+    #: 0.0.0.0 lets a Prometheus on another host scrape it; any host but loopback needs
+    #: ``token``.
     host: str = "127.0.0.1"
     #: ``/readyz`` answers 503 while a flow's oldest unprocessed Kafka record is older.
     ready_lag: SparkInterval = "5 minutes"
+    #: Clients send ``Authorization: Bearer <token>`` for ``/metrics``, ``/api/*``
+    #: (``${EVENTLAKE_METRICS_TOKEN}`` in the YAML keeps it in the environment).
+    token: SecretStr | None = None
+    #: PEM certificate (chain) and key: served over HTTPS when both are set.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    #: A lateness measure reads at most this many of the newest records, for at most
+    #: ``lateness_timeout``; one runs at a time.
+    lateness_max_rows: int = Field(default=1_000_000, ge=1)
+    lateness_timeout: SparkInterval = "2 minutes"
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> MetricsSettings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("set both tls_cert and tls_key, or neither")
+        return self
 
 
 class RestartSettings(_Section):

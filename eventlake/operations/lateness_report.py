@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
+import uuid
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,26 +117,55 @@ def _arrival(df: DataFrame, flow: FlowContext) -> DataFrame:
 
 
 def measure_lateness(
-    pipeline: Pipeline, flow: str, settings: Settings, spark: SparkSession
+    pipeline: Pipeline,
+    flow: str,
+    settings: Settings,
+    spark: SparkSession,
+    *,
+    max_rows: int | None = None,
+    timeout: float | None = None,
 ) -> list[Lateness]:
-    """The lateness of ``flow``'s input, one record per watermark it declares."""
+    """The lateness of ``flow``'s input, one record per watermark it declares: over the
+    newest ``max_rows`` records by arrival (None: all), its Spark jobs cancelled after
+    ``timeout`` seconds (EL-LATENESS-003)."""
     from pyspark.sql import functions as F
 
     ctx = FlowContext.of(pipeline.configs(settings)[flow], spark)
     results = []
-    for df, column, delay in watermarked_inputs(pipeline, flow, settings, spark):
-        rows = (
-            _arrival(df, ctx)
-            .where(F.col(column).isNotNull())
-            .select(
-                (F.unix_micros(F.col(column)) / 1e6).alias("t"),
-                F.coalesce(F.unix_micros("_arrival"), F.lit(0)).alias("a"),
-                "partition",
-                "offset",
+    group = f"eventlake-lateness-{uuid.uuid4().hex[:8]}"
+    sc = spark.sparkContext
+    sc.setJobGroup(group, f"lateness of {ctx.query_name}", interruptOnCancel=True)
+    timer = threading.Timer(timeout, sc.cancelJobGroup, [group]) if timeout else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        for df, column, delay in watermarked_inputs(pipeline, flow, settings, spark):
+            rows = (
+                _arrival(df, ctx)
+                .where(F.col(column).isNotNull())
+                .select(
+                    (F.unix_micros(F.col(column)) / 1e6).alias("t"),
+                    F.coalesce(F.unix_micros("_arrival"), F.lit(0)).alias("a"),
+                    "partition",
+                    "offset",
+                )
             )
-            .toPandas()
-        )
-        results.append(lateness_of(rows, ctx.query_name, column, delay))
+            if max_rows is not None:
+                rows = rows.orderBy(F.col("a").desc(), F.col("offset").desc()).limit(max_rows)
+            results.append(lateness_of(rows.toPandas(), ctx.query_name, column, delay))
+    except Exception:
+        if timer is not None and not timer.is_alive():
+            raise EventlakeError(
+                ErrorCode.LATENESS_TIMEOUT,
+                f"measuring the lateness of '{ctx.query_name}' took over {timeout:.0f} s; "
+                "its Spark jobs were cancelled.",
+            ) from None
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     return results
 
 

@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 #: How often Kafka lag is read while a run serves metrics.
 LAG_INTERVAL_SECONDS = 2.0
+#: How long ``/api/status`` serves one computed record (it reads every checkpoint and
+#: counts rows in the outputs), however many clients ask.
+STATUS_SECONDS = 2.0
 
 
 class RunMonitor:
@@ -73,6 +76,8 @@ class RunMonitor:
         self._restarting: set[str] = set()
         #: Per flow: restarts so far and the error of the last one.
         self._restarts: dict[str, dict[str, Any]] = {}
+        self._status: tuple[float, dict[str, Any]] | None = None
+        self._status_lock = threading.Lock()
 
     def restarted(self, name: str, error: EventlakeError, delay: float) -> None:
         """The runner restarts flow ``name`` in ``delay`` seconds after ``error``."""
@@ -96,7 +101,9 @@ class RunMonitor:
         if self._server is None:
             return None
         host = "127.0.0.1" if self.host == "0.0.0.0" else self.host
-        return f"http://{host}:{self.port}/"
+        host = "[::1]" if host == "::" else f"[{host}]" if ":" in host else host
+        scheme = "https" if self.settings.metrics.tls_cert else "http"
+        return f"{scheme}://{host}:{self.port}/"
 
     def start(self) -> None:
         for flow in self._flows.values():
@@ -105,7 +112,8 @@ class RunMonitor:
         if self.port is not None:
             from eventlake.operations.server import serve
 
-            self._server = serve(self, self.host, self.port)
+            served = self.settings.metrics.model_copy(update={"host": self.host})
+            self._server = serve(self, served, self.port)
             self.port = int(self._server.server_address[1])
         self._write_run_file()
         if self._server is None:
@@ -191,15 +199,24 @@ class RunMonitor:
         return self.metrics.exposition()
 
     def status(self) -> dict[str, Any]:
-        """The live status record (``eventlake status`` reads it from ``/api/status``)."""
-        running = self._update_running()
-        with self._lock:
-            lags = {name: list(lags) for name, lags in self._lags.items()}
-        record = pipeline_status(self.plan.pipeline, self.settings, running=running, lags=lags)
+        """The live status record (``eventlake status`` reads it from ``/api/status``):
+        computed at most once per :data:`STATUS_SECONDS`, the restart fields always
+        current."""
+        with self._status_lock:
+            if self._status is None or time.monotonic() - self._status[0] >= STATUS_SECONDS:
+                self._status = (time.monotonic(), self._compute_status())
+            record: dict[str, Any] = json.loads(json.dumps(self._status[1], default=str))
         for flow in record["flows"]:
             query = f"{self.pipeline}.{flow['flow']}"
             flow["restarting"] = query in self._restarting
             flow["last_restart"] = self._restarts.get(query)
+        return record
+
+    def _compute_status(self) -> dict[str, Any]:
+        running = self._update_running()
+        with self._lock:
+            lags = {name: list(lags) for name, lags in self._lags.items()}
+        record = pipeline_status(self.plan.pipeline, self.settings, running=running, lags=lags)
         record["source"] = f"metrics endpoint {self.host}:{self.port}"
         record["pid"] = os.getpid()
         record["time"] = time.time()
@@ -231,7 +248,10 @@ class RunMonitor:
         name = flow.removeprefix(f"{self.pipeline}.")
         check_flow_names(self.plan.pipeline, [name])
         spark = self.plan.flows[0].ctx.spark
-        found = measure_lateness(self.plan.pipeline, name, self.settings, spark)
+        bounds = self.settings.metrics
+        found = measure_lateness(self.plan.pipeline, name, self.settings, spark,
+                                 max_rows=bounds.lateness_max_rows,
+                                 timeout=duration_ms(bounds.lateness_timeout) / 1000.0)  # fmt: skip
         return {"flow": f"{self.pipeline}.{name}", "watermarks": [w.as_dict() for w in found]}
 
     def _write_run_file(self) -> None:

@@ -14,6 +14,7 @@ from confluent_kafka import KafkaException
 
 from eventlake.checkpoints import CheckpointLog
 from eventlake.config import Settings
+from eventlake.config.model import MetricsSettings
 from eventlake.context import FlowConfig
 from eventlake.monitoring.lag import Offsets, PartitionLag, kafka_lag, parse_kafka_offsets
 from eventlake.pipelines.api import FlowSpec, Pipeline
@@ -189,12 +190,31 @@ def run_file(settings: Settings, pipeline: str) -> Location:
     return settings.checkpoints.root / pipeline / RUN_FILE
 
 
-def fetch_status(url: str, *, timeout: float = 10.0) -> dict[str, Any]:
-    """The status record a run serves at ``<url>api/status`` (``url``: its dashboard)."""
+def http_get(url: str, metrics: MetricsSettings | None = None, *, timeout: float = 10.0) -> bytes:
+    """GET ``url`` of a run's endpoint with ``metrics``' token, trusting its
+    ``tls_cert`` (a self-signed certificate, or a chain up to a CA) beside the system's
+    CAs."""
+    import ssl
     import urllib.request
 
-    with urllib.request.urlopen(url + "api/status", timeout=timeout) as response:
-        data: dict[str, Any] = json.loads(response.read())
+    request = urllib.request.Request(url)
+    if metrics is not None and metrics.token is not None:
+        request.add_header("Authorization", f"Bearer {metrics.token.get_secret_value()}")
+    context = None
+    if url.startswith("https:"):
+        context = ssl.create_default_context()
+        if metrics is not None and metrics.tls_cert is not None:
+            context.load_verify_locations(cafile=str(metrics.tls_cert))
+    with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+        body: bytes = response.read()
+    return body
+
+
+def fetch_status(
+    url: str, metrics: MetricsSettings | None = None, *, timeout: float = 10.0
+) -> dict[str, Any]:
+    """The status record a run serves at ``<url>api/status`` (``url``: its dashboard)."""
+    data: dict[str, Any] = json.loads(http_get(url + "api/status", metrics, timeout=timeout))
     return data
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from eventlake.config import Settings
+    from eventlake.config.model import MetricsSettings
     from eventlake.pipelines import Pipeline, Registry
     from eventlake.pipelines.runner import RunResult
     from eventlake.storage import Location
@@ -152,27 +153,28 @@ class LiveRun:
     stop: threading.Event
     result: RunResult | None = None
     error: BaseException | None = None
+    #: The run's ``metrics`` settings: its token and certificate, for the requests here.
+    access: MetricsSettings | None = None
 
     def metrics(self) -> dict[str, list[Any]]:
         """The run's ``/metrics`` parsed by prometheus_client: samples by family name."""
-        return scrape_metrics(self.url + "metrics")
+        return scrape_metrics(self.url + "metrics", self.access)
 
     def status(self) -> dict[str, Any]:
         """The run's ``/api/status`` record."""
         from eventlake.operations.status import fetch_status
 
-        return fetch_status(self.url, timeout=30)
+        return fetch_status(self.url, self.access, timeout=30)
 
 
-def scrape_metrics(url: str) -> dict[str, list[Any]]:
+def scrape_metrics(url: str, access: MetricsSettings | None = None) -> dict[str, list[Any]]:
     """Prometheus text at ``url`` parsed with ``prometheus_client.parser``: the samples of
     each metric family, by family name (counters without their ``_total``)."""
-    import urllib.request
-
     from prometheus_client.parser import text_string_to_metric_families
 
-    with urllib.request.urlopen(url, timeout=30) as response:
-        text = response.read().decode()
+    from eventlake.operations.status import http_get
+
+    text = http_get(url, access, timeout=30).decode()
     return {family.name: list(family.samples) for family in text_string_to_metric_families(text)}
 
 
@@ -191,7 +193,7 @@ def running_pipeline(
     from eventlake.run import run_pipeline
 
     served: queue.Queue[str | None] = queue.Queue()
-    run = LiveRun(url="", stop=threading.Event())
+    run = LiveRun(url="", stop=threading.Event(), access=settings.metrics)
 
     def target() -> None:
         try:

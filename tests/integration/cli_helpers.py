@@ -40,7 +40,7 @@ def cli_command(*args: str) -> list[str]:
 
 
 def run_cli(
-    *args: str, timeout: float = 600, cwd: Path | None = None
+    *args: str, timeout: float = 600, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         cli_command(*args),
@@ -49,5 +49,5 @@ def run_cli(
         timeout=timeout,
         check=False,
         cwd=cwd,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
