@@ -63,6 +63,8 @@ class ErrorCode(StrEnum):
     METRICS_TLS_INVALID = "EL-MONITOR-003"
     CHECKPOINT_MISSING = "EL-CHECKPOINT-001"
     CHECKPOINT_RESET_REFUSED = "EL-CHECKPOINT-002"
+    CHECKPOINT_CORRUPT = "EL-CHECKPOINT-003"
+    DELTA_LOG_CORRUPT = "EL-DELTA-001"
     LATENESS_UNAVAILABLE = "EL-LATENESS-001"
     LATENESS_BUSY = "EL-LATENESS-002"
     LATENESS_TIMEOUT = "EL-LATENESS-003"
@@ -170,12 +172,16 @@ class EventlakeError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
+        """The code, what happened, what was expected and the fix; credentials in URLs
+        masked (the CLI masks the config's secret values too)."""
+        from eventlake.secrets import mask_text
+
         parts = [f"[{self.code}] {self.what}"]
         if self.expected:
             parts.append(f"Expected: {self.expected}")
         if self.fix:
             parts.append(f"Fix: {self.fix}")
-        return "\n  ".join(parts)
+        return mask_text("\n  ".join(parts))
 
 
 class ConfigError(EventlakeError):

@@ -9,6 +9,8 @@ exactly that range before anything new.
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,9 @@ from eventlake.storage import Location, filesystem
 
 def _batches(folder: Location) -> list[int]:
     return sorted(int(name) for name in filesystem(folder).list_names(folder) if name.isdigit())
+
+
+_VERSION_LINE = re.compile(r"^v\d+$")
 
 
 def stream_id(checkpoint: Location | Path) -> str:
@@ -36,6 +41,18 @@ def stream_id(checkpoint: Location | Path) -> str:
             expected="the metadata file Spark writes when a query first starts",
             fix="do not edit checkpoint folders by hand; use a new checkpoint folder",
         ) from exc
+
+
+def ensure_stream_id(checkpoint: Location | Path) -> str:
+    """The checkpoint's query id; for a new checkpoint, one written now to
+    ``<checkpoint>/metadata`` the way Spark writes it, which Spark then keeps (it only
+    writes the file when there is none). For writers that need it before the query
+    starts."""
+    metadata = Location(checkpoint) / "metadata"
+    fs = filesystem(metadata)
+    if not fs.exists(metadata):
+        fs.write_text(metadata, json.dumps({"id": str(uuid.uuid4())}) + "\n")
+    return stream_id(checkpoint)
 
 
 @dataclass(frozen=True)
@@ -82,25 +99,38 @@ class CheckpointLog:
         last = planned[-1]
         return None if last == self.last_committed else last
 
-    def _entry(self, batch: int) -> list[str]:
+    def _entry(self, batch: int) -> tuple[dict[str, Any], list[Any]]:
+        """Batch ``batch``'s offsets entry: its metadata and each source's end offsets;
+        EL-CHECKPOINT-003 when the file is not what Spark writes (truncated, edited)."""
         entry = self.root / "offsets" / str(batch)
-        return filesystem(entry).read_text(entry).splitlines()
+        lines = filesystem(entry).read_text(entry).splitlines()
+        try:
+            if not lines or not _VERSION_LINE.match(lines[0]):
+                raise ValueError("its first line is not a log version such as v1")
+            meta = json.loads(lines[1]) if len(lines) > 1 else None
+            if not isinstance(meta, dict) or "batchTimestampMs" not in meta:
+                raise ValueError("its second line is not the batch's metadata")
+            ends = [json.loads(ln) if ln.strip() not in ("", "-") else None for ln in lines[2:]]
+        except ValueError as exc:
+            raise EventlakeError(
+                ErrorCode.CHECKPOINT_CORRUPT,
+                f"{entry} is not an offsets entry Spark wrote ({exc}): the checkpoint "
+                f"{self.root} cannot resume.",
+            ) from None
+        return meta, ends
 
     def planned_ms(self, batch: int) -> int:
         """When batch ``batch`` was planned (epoch ms); a replay keeps the first plan's."""
-        meta: dict[str, Any] = json.loads(self._entry(batch)[1])
-        return int(meta["batchTimestampMs"])
+        return int(self._entry(batch)[0]["batchTimestampMs"])
 
     def watermark_ms(self, batch: int) -> int:
         """The event-time watermark batch ``batch`` ran with (0: none yet)."""
-        meta: dict[str, Any] = json.loads(self._entry(batch)[1])
-        return int(meta.get("batchWatermarkMs", 0))
+        return int(self._entry(batch)[0].get("batchWatermarkMs", 0))
 
     def sources(self, batch: int) -> list[Any]:
         """Where each source ends in batch ``batch``, as Spark logged it (Kafka:
         ``{topic: {partition: next offset}}``; None for a source with no offset yet)."""
-        lines = self._entry(batch)[2:]
-        return [json.loads(line) if line.strip() not in ("", "-") else None for line in lines]
+        return self._entry(batch)[1]
 
     def source_offsets(self, batch: int, source: int = 0) -> Any:
         """Where source number ``source`` ends in batch ``batch``, as Spark logged it."""

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from eventlake.cli.cluster import cluster_app
 from eventlake.cli.connectors import connectors
@@ -18,6 +19,7 @@ from eventlake.cli.pipelines import list_pipelines, run, validate
 from eventlake.cli.postgres import postgres_app
 from eventlake.cli.state import CliState
 from eventlake.errors import EventlakeError
+from eventlake.secrets import mask_text, masked
 
 app = typer.Typer(
     name="eventlake",
@@ -53,7 +55,9 @@ SetOpt = Annotated[
 
 @app.callback()
 def _root(ctx: typer.Context, config: ConfigOpt = None, overrides: SetOpt = None) -> None:
-    ctx.obj = CliState(config_path=config, overrides=tuple(overrides or ()))
+    state = ctx.obj if isinstance(ctx.obj, CliState) else CliState()
+    state.config_path, state.overrides = config, tuple(overrides or ())
+    ctx.obj = state
 
 
 @app.command()
@@ -94,7 +98,8 @@ def config_show(ctx: typer.Context) -> None:
         else raw
         for name, raw in {**{n: {} for n in registry.names()}, **settings.pipelines}.items()
     }
-    typer.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
+    shown = masked(data, settings.secret_values)
+    typer.echo(yaml.safe_dump(shown, sort_keys=False).rstrip())
 
 
 @app.command()
@@ -118,11 +123,13 @@ def submit_file() -> None:
 
 
 def main() -> None:
+    state = CliState()
     try:
-        app()
+        app(obj=state)
     except EventlakeError as err:
+        text = escape(mask_text(err.render(), state.secret_values()))
         Console(stderr=True, soft_wrap=True).print(
-            f"[bold red]error[/] {err.render()}", highlight=False, markup=True
+            f"[bold red]error[/] {text}", highlight=False, markup=True
         )
         sys.exit(1)
 

@@ -14,6 +14,10 @@ class CliState:
     overrides: tuple[str, ...] = ()
     _settings: Settings | None = field(default=None, repr=False)
 
+    def secret_values(self) -> tuple[str, ...]:
+        """What no output may show, as far as the config was read (none before)."""
+        return self._settings.secret_values if self._settings is not None else ()
+
     def settings(self) -> Settings:
         if self._settings is None:
             self._settings = load_settings(self.config_path, self.overrides)

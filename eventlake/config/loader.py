@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from eventlake.config.model import Settings
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.secrets import secret_name
 
 DEFAULT_CONFIG = Path("eventlake.yaml")
 # Maps whose keys themselves contain dots: `--set spark.conf.spark.sql.x=1` sets key
@@ -21,17 +22,22 @@ _DOTTED_KEY_MAPS = {("spark", "conf")}
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def _expand_env(value: Any, key: str) -> Any:
+def _expand_env(value: Any, key: str, secrets: list[str]) -> Any:
+    """``value`` with each ``${VAR}`` replaced; what a variable whose name looks secret
+    gave is added to ``secrets``."""
     if isinstance(value, dict):
-        return {k: _expand_env(v, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
+        return {k: _expand_env(v, f"{key}.{k}" if key else str(k), secrets)
+                for k, v in value.items()}  # fmt: skip
     if isinstance(value, list):
-        return [_expand_env(v, key) for v in value]
+        return [_expand_env(v, key, secrets) for v in value]
     if not isinstance(value, str):
         return value
 
     def sub(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         if name in os.environ:
+            if secret_name(name):
+                secrets.append(os.environ[name])
             return os.environ[name]
         if default is not None:
             return default
@@ -84,8 +90,9 @@ def _describe(errors: Iterable[Mapping[str, Any]]) -> tuple[ErrorCode, str]:
 
 def settings_from_dict(data: Mapping[str, Any], *, source: str = "config") -> Settings:
     """Validate a plain mapping into Settings, with actionable errors."""
+    secrets: list[str] = []
     try:
-        return Settings.model_validate(_expand_env(dict(data), ""))
+        settings = Settings.model_validate(_expand_env(dict(data), "", secrets))
     except ValidationError as exc:
         code, what = _describe(exc.errors())
         raise EventlakeError(
@@ -94,6 +101,7 @@ def settings_from_dict(data: Mapping[str, Any], *, source: str = "config") -> Se
             expected="only the keys documented in README.md, section Configuration",
             fix="correct or remove the key; `eventlake config show` prints the effective config",
         ) from None
+    return settings.with_secret_env(tuple(secrets))
 
 
 def load_settings(path: Path | None = None, overrides: Iterable[str] = ()) -> Settings:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
 from eventlake.durations import SparkInterval
 from eventlake.paths import state_dir
@@ -119,11 +127,26 @@ class PostgresSettings(_Section):
     def jdbc_url(self) -> str:
         return f"jdbc:postgresql://{self.host}:{self.port}/{self.database}"
 
+    def generated_password_file(self) -> Path:
+        """Where the embedded server keeps the password it generated on first start (0600),
+        when ``password`` is not set."""
+        return state_dir() / "postgres" / f"{self.port}.password"
+
+    def resolved_password(self) -> str | None:
+        """``password``, else the embedded server's generated one (loopback only)."""
+        if self.password is not None:
+            return self.password.get_secret_value()
+        generated = self.generated_password_file()
+        if self.host in ("127.0.0.1", "localhost", "::1") and generated.is_file():
+            return generated.read_text().strip()
+        return None
+
     def jdbc_options(self) -> dict[str, str]:
         """Options for Spark's JDBC writer (the password is redacted from Spark's plans)."""
         opts = {"url": self.jdbc_url(), "user": self.user, "driver": "org.postgresql.Driver"}
-        if self.password is not None:
-            opts["password"] = self.password.get_secret_value()
+        password = self.resolved_password()
+        if password is not None:
+            opts["password"] = password
         return opts
 
     def connect_kwargs(self) -> dict[str, Any]:
@@ -131,8 +154,9 @@ class PostgresSettings(_Section):
         kwargs: dict[str, Any] = {
             "host": self.host, "port": self.port, "dbname": self.database, "user": self.user,
         }  # fmt: skip
-        if self.password is not None:
-            kwargs["password"] = self.password.get_secret_value()
+        password = self.resolved_password()
+        if password is not None:
+            kwargs["password"] = password
         return kwargs
 
 
@@ -214,6 +238,27 @@ class Settings(_Section):
     #: Every pipeline's restart strategy, unless its section sets ``restart``.
     restart: RestartSettings = Field(default_factory=RestartSettings)
     pipelines: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    _from_secret_env: tuple[str, ...] = PrivateAttr(default=())
+
+    def with_secret_env(self, values: tuple[str, ...]) -> Settings:
+        """These settings, knowing which values came from secret environment variables."""
+        self._from_secret_env = values
+        return self
+
+    @property
+    def secret_values(self) -> tuple[str, ...]:
+        """Every value no output may show: declared secret fields, ``spark.conf`` entries
+        and pipeline params whose keys look secret, and what ``${VAR}`` references to
+        variables whose names look secret gave."""
+        from eventlake.secrets import secret_name
+
+        declared = (self.kafka.sasl_password, self.metrics.token)
+        found = [s.get_secret_value() for s in declared if s is not None]
+        found += [p for p in (self.postgres.resolved_password(),) if p]
+        found += [str(v) for k, v in self.spark.conf.items() if secret_name(k)]
+        found += [str(v) for params in self.pipelines.values() for k, v in params.items()
+                  if secret_name(k) and isinstance(v, (str, int))]  # fmt: skip
+        return (*self._from_secret_env, *found)
 
     def log_file(self) -> Path:
         """The log file of Spark, the JVM and libraries."""

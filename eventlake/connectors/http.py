@@ -7,8 +7,10 @@ import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from eventlake.checkpoints import ensure_stream_id
 from eventlake.connectors.base import Output
 from eventlake.connectors.capabilities import Guarantee, OutputCapabilities
+from eventlake.secrets import mask_text
 
 if TYPE_CHECKING:
     from pyspark.sql import Row
@@ -24,14 +26,16 @@ class HttpRowWriter:
     """Spark's ``foreach`` writer protocol (``open``/``process``/``close``) for HTTP.
 
     One instance per partition and batch, on an executor. Each row is POSTed as JSON with
-    ``Idempotency-Key: <flow>:<batch id>:<partition>:<row offset>``, where the offset
-    counts rows within the partition's part of the batch.
+    ``Idempotency-Key: <stream id>:<flow>:<batch id>:<partition>:<row offset>``, where the
+    stream id is the checkpoint's (a new checkpoint's batch ids restart at 0; its keys
+    differ) and the offset counts rows within the partition's part of the batch.
     """
 
-    def __init__(self, url: str, flow: str, timeout: float) -> None:
+    def __init__(self, url: str, flow: str, timeout: float, stream: str) -> None:
         self.url = url
         self.flow = flow
         self.timeout = timeout
+        self.stream = stream
         self.partition = -1
         self.batch = -1
         self.offset = 0
@@ -41,7 +45,7 @@ class HttpRowWriter:
         return True
 
     def key(self) -> str:
-        return f"{self.flow}:{self.batch}:{self.partition}:{self.offset}"
+        return f"{self.stream}:{self.flow}:{self.batch}:{self.partition}:{self.offset}"
 
     def process(self, row: Row) -> None:
         body = json.dumps(row.asDict(recursive=True), default=str).encode()
@@ -79,10 +83,13 @@ class HttpOutput(Output):
     )
 
     def describe(self, flow: FlowConfig | None = None) -> str:
-        return f"http:{flow.param(self.url_param) if flow else self.url_param}"
+        # The URL without its credentials: a token in its query or user info stays out of
+        # `list`, `status` and the dashboard.
+        return f"http:{mask_text(flow.param(self.url_param)) if flow else self.url_param}"
 
     def start_writer(
         self, writer: DataStreamWriter, ctx: FlowContext, output_mode: str
     ) -> StreamingQuery:
         url = ctx.param(self.url_param)
-        return writer.foreach(HttpRowWriter(url, ctx.query_name, self.timeout)).start()
+        stream = ensure_stream_id(ctx.checkpoint)
+        return writer.foreach(HttpRowWriter(url, ctx.query_name, self.timeout, stream)).start()

@@ -190,14 +190,15 @@ def _any_reachable(bootstrap: str, timeout: float = 1.0) -> bool:
 def kafka_records(raw: DataFrame) -> DataFrame:
     """Kafka rows as received, as text: the bronze shape.
 
-    Columns: ``key``, ``value`` (UTF-8 text), ``topic``, ``partition``, ``offset``,
+    Columns: ``key``, ``value`` (UTF-8 text; bytes that are not UTF-8 become U+FFFD, so
+    every reader of the table can decode it), ``topic``, ``partition``, ``offset``,
     ``kafka_timestamp`` (broker/producer time) and ``ingested_at`` (processing time).
     """
     from pyspark.sql import functions as F
 
     return raw.select(
-        F.col("key").cast("string").alias("key"),
-        F.col("value").cast("string").alias("value"),
+        F.make_valid_utf8(F.col("key").cast("string")).alias("key"),
+        F.make_valid_utf8(F.col("value").cast("string")).alias("value"),
         "topic",
         "partition",
         "offset",

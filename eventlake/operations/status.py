@@ -19,6 +19,7 @@ from eventlake.context import FlowConfig
 from eventlake.monitoring.lag import Offsets, PartitionLag, kafka_lag, parse_kafka_offsets
 from eventlake.pipelines.api import FlowSpec, Pipeline
 from eventlake.pipelines.plan import dependency_order
+from eventlake.secrets import masked
 from eventlake.storage import Location, filesystem
 
 #: Beside Spark's files in each flow's checkpoint: the last batch's progress.
@@ -183,7 +184,9 @@ def pipeline_status(
         ).as_dict()
         for spec, level, ups in dependency_order(pipeline)
     ]  # fmt: skip
-    return {"pipeline": pipeline.name, "running": bool(running), "flows": flows}
+    record = {"pipeline": pipeline.name, "running": bool(running), "flows": flows}
+    shown: dict[str, Any] = masked(record, settings.secret_values)
+    return shown
 
 
 def run_file(settings: Settings, pipeline: str) -> Location:

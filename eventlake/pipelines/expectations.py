@@ -45,6 +45,10 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 F_ = TypeVar("F_", bound=Callable[..., Any])
 
 
+#: Where a row came from: what EL-EXPECT-001 shows of it by default.
+POSITION_COLUMNS = ("topic", "partition", "offset")
+
+
 @dataclass(frozen=True)
 class Expectation:
     """One rule: ``name`` (lower-case, unique in its flow), a SQL ``condition`` and what a
@@ -53,6 +57,10 @@ class Expectation:
     name: str
     condition: str
     on_violation: OnViolation = "warn"
+    #: The columns of a failing row that EL-EXPECT-001 shows (``fail``): "*" for the
+    #: whole row; by default only where it came from (``topic``, ``partition``,
+    #: ``offset`` when the frame has them), so no row's data reaches a log.
+    show: tuple[str, ...] | Literal["*"] = ()
 
     def ok(self) -> Column:
         """True for a row that passes (NULL counts as failing)."""
@@ -61,9 +69,16 @@ class Expectation:
         return F.coalesce(F.expr(self.condition), F.lit(False))
 
 
-def expect(name: str, condition: str, *, on_violation: OnViolation = "warn") -> Callable[[F_], F_]:
-    """Decorator: attach an expectation to a flow's transform; place it under ``@p.flow``."""
-    rule = Expectation(name, condition, on_violation)
+def expect(
+    name: str,
+    condition: str,
+    *,
+    on_violation: OnViolation = "warn",
+    show: tuple[str, ...] | Literal["*"] = (),
+) -> Callable[[F_], F_]:
+    """Decorator: attach an expectation to a flow's transform; place it under ``@p.flow``.
+    ``show`` names the columns of a failing row the ``fail`` error shows ("*": all)."""
+    rule = Expectation(name, condition, on_violation, show if show == "*" else tuple(show))
     _check(rule)
 
     def attach(fn: F_) -> F_:
@@ -127,10 +142,9 @@ def apply_expectations(df: DataFrame, rules: Iterable[Expectation]) -> DataFrame
         counts += [F.count_if(ok).alias(f"{rule.name}.passed"),
                    F.count_if(~ok).alias(f"{rule.name}.failed")]  # fmt: skip
     df = df.observe(EXPECTATIONS, *counts)
-    row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
     for rule in rules:
         if rule.on_violation == "fail":
-            message = F.concat(F.lit(f"{FAIL_MARK}: '{rule.name}' ({rule.condition}) on row "), row)
+            message = _failure_message(df, rule)
             df = df.where(F.when(~rule.ok(), F.raise_error(message)).otherwise(F.lit(True)))
     for rule in rules:
         if rule.on_violation == "drop":
@@ -141,6 +155,19 @@ def apply_expectations(df: DataFrame, rules: Iterable[Expectation]) -> DataFrame
         df = df.withColumn(FAILED, F.filter(F.array(*names), lambda n: n.isNotNull()))
         df = df.observe(f"{QUARANTINE}_expectations", F.count_if(F.size(FAILED) > 0).alias("rows"))
     return df
+
+
+def _failure_message(df: DataFrame, rule: Expectation) -> Column:
+    from pyspark.sql import functions as F
+
+    head = f"{FAIL_MARK}: '{rule.name}' ({rule.condition}) on row "
+    if rule.show == "*":
+        columns = list(df.columns)
+    else:
+        columns = list(rule.show) or [c for c in POSITION_COLUMNS if c in df.columns]
+    if not columns:
+        return F.lit(head + "(its columns are not shown: @expect(..., show=...) names them)")
+    return F.concat(F.lit(head), F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns])))
 
 
 # --- quarantine: the flow's Delta output becomes a fan-out of passing and failing rows ---

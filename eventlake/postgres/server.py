@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -88,16 +89,9 @@ class EmbeddedPostgres:
         assert self.data_dir is not None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._own(self.data_dir)
-        password = self.settings.password
-        if password is None:
-            raise EventlakeError(
-                ErrorCode.CONFIG_INVALID_VALUE,
-                "postgres.password is not set, so the embedded server cannot create its user.",
-                expected="a password in config or the environment",
-                fix="set postgres.password (e.g. `${EVENTLAKE_POSTGRES_PASSWORD}` in the YAML)",
-            )
+        password = self.settings.resolved_password() or self._generate_password()
         with tempfile.NamedTemporaryFile("w", dir=self.data_dir, delete=False) as pwfile:
-            pwfile.write(password.get_secret_value() + "\n")
+            pwfile.write(password + "\n")
         secret = Path(pwfile.name)
         try:
             os.chmod(secret, 0o600)
@@ -115,6 +109,17 @@ class EmbeddedPostgres:
                 f"initdb failed for {self.cluster}: {result.stderr.strip()[-500:]}",
                 fix=f"remove {self.data_dir} if it holds a broken cluster, then start again",
             )
+
+    def _generate_password(self) -> str:
+        """A new random password for a cluster created without ``postgres.password``,
+        kept for eventlake's clients in a file only this user reads."""
+        path = self.settings.generated_password_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        password = secrets.token_urlsafe(24)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(password + "\n")
+        return password
 
     def is_running(self) -> bool:
         if not (self.cluster / "PG_VERSION").exists():

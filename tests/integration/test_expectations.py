@@ -102,6 +102,7 @@ def test_fail_stops_the_flow_naming_the_expectation_and_the_row(
 ) -> None:
     topic = make_topic()
     orders = _orders()
+    bad = [o for o in orders if o["amount"] <= 0]
     produce(bootstrap, topic, [(o["order_id"], json.dumps(o)) for o in orders])
     pipeline = Pipeline(unique_name("expect").replace("-", "_"))
 
@@ -110,13 +111,37 @@ def test_fail_stops_the_flow_naming_the_expectation_and_the_row(
     def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
         return _parsed(df)
 
-    settings = settings_for(tmp_path, bootstrap, **{pipeline.name: {"topic": topic}})
-    with pytest.raises(EventlakeError) as caught:
-        run_available_now(pipeline, settings)
+    @pipeline.flow(input=KafkaInput(), output=DeltaOutput("silver", "positioned"))
+    @expect("positive_amount", "amount > 0", on_violation="fail")
+    def positioned(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
 
-    error = caught.value
-    assert error.code == "EL-EXPECT-001"
-    assert "'positive_amount' (amount > 0)" in error.what
-    bad = [o for o in orders if o["amount"] <= 0]
-    assert any(json.dumps(o, separators=(",", ":")) in error.what for o in bad), error.what
+        return df.select(F.from_json(F.col("value").cast("string"), ORDER).alias("o"),
+                         "partition", "offset").select("o.*", "partition", "offset")  # fmt: skip
+
+    @pipeline.flow(input=KafkaInput(), output=DeltaOutput("silver", "shown"))
+    @expect("positive_amount", "amount > 0", on_violation="fail", show="*")
+    def shown(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        return _parsed(df)
+
+    settings = settings_for(tmp_path, bootstrap, **{pipeline.name: {"topic": topic}})
+
+    def failure(flow: str) -> EventlakeError:
+        with pytest.raises(EventlakeError) as caught:
+            run_available_now(pipeline, settings, flows=[flow])
+        assert caught.value.code == "EL-EXPECT-001"
+        assert "'positive_amount' (amount > 0)" in caught.value.what
+        return caught.value
+
+    # By default no value of the row reaches the error (and so the logs): where it came
+    # from when the frame knows, else nothing.
+    hidden = failure("silver").what
+    assert "its columns are not shown" in hidden
+    assert not any(o["order_id"] in hidden for o in bad)
+    at = failure("positioned").what
+    assert '{"partition":0,"offset":' in at
+    assert not any(o["order_id"] in at for o in bad)
+    # show="*" opts into the whole row.
+    whole = failure("shown").what
+    assert any(json.dumps(o, separators=(",", ":")) in whole for o in bad), whole
     assert read_delta(tmp_path / "lake" / "silver" / "orders").num_rows == 0  # nothing committed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from eventlake.checkpoints import stream_id
 from eventlake.connectors import FilesInput, HttpOutput
 from eventlake.connectors.http import IDEMPOTENCY_HEADER
 from eventlake.pipelines import FlowContext, Pipeline, PipelineParams
@@ -83,8 +85,10 @@ def test_rows_arrive_with_distinct_keys_and_a_replay_repeats_them(
     assert sum(receiver.keys.values()) == 25
     assert len(receiver.keys) == 25  # one distinct key per row
     assert sorted(b["id"] for b in receiver.bodies.values()) == list(range(25))
-    flows = {k.split(":")[0] for k in receiver.keys}
-    batches = {k.split(":")[1] for k in receiver.keys}
+    streams = {k.split(":")[0] for k in receiver.keys}
+    flows = {k.split(":")[1] for k in receiver.keys}
+    batches = {k.split(":")[2] for k in receiver.keys}
+    assert streams == {stream_id(checkpoint)}  # the id Spark keeps in the checkpoint
     assert flows == {"http_demo.rows"}
     assert batches == {"0"}
 
@@ -95,3 +99,15 @@ def test_rows_arrive_with_distinct_keys_and_a_replay_repeats_them(
     run_available_now(http_demo, settings)
     assert set(receiver.keys.values()) == {2}  # every key seen exactly twice
     assert receiver.bodies == first  # a receiver de-duplicating by key applies each row once
+
+    # A reset checkpoint starts again at batch 0: its keys are new, so a receiver that
+    # de-duplicates by key takes every new row (with <flow>:<batch>:... it dropped them).
+    shutil.rmtree(checkpoint)
+    (inbox / "a.json").unlink()
+    (inbox / "b.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in range(100, 125)))
+    run_available_now(http_demo, settings)
+    fresh = {k: b for k, b in receiver.bodies.items() if k not in first}
+    assert len(fresh) == 25
+    assert sorted(b["id"] for b in fresh.values()) == list(range(100, 125))
+    assert {k.split(":")[0] for k in fresh} == {stream_id(checkpoint)} != streams
+    assert {k.split(":")[2] for k in fresh} == {"0"}

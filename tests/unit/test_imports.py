@@ -21,6 +21,7 @@ def _module_name(path: Path) -> str:
 
 #: The layers, lowest first: a module imports only from layers below its own.
 LAYERS: list[tuple[str, ...]] = [
+    ("secrets",),
     ("errors",),
     ("durations", "storage", "paths", "processes", "state"),
     ("triggers", "kafka"),

@@ -15,11 +15,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.storage import Location
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from eventlake.connectors.delta.log_checkpoints import LogCheckpoints
-    from eventlake.storage import Location
 
 #: Key of eventlake's mark in a Delta commit's ``userMetadata``: ``{"app": id, "batch": n}``.
 BATCH_MARK = "eventlake_batch"
@@ -120,6 +122,12 @@ def newest_marked_batch(path: Location, app_ids: Sequence[str], since_ms: int) -
             actions = [json.loads(line) for line in storage.read_text(commit).splitlines() if line]
         except FileNotFoundError:
             return None  # removed by log cleanup: older than anything searched for
+        except ValueError as exc:  # retrying reads the same bytes: nothing a restart fixes
+            raise EventlakeError(
+                ErrorCode.DELTA_LOG_CORRUPT,
+                f"{commit} is not a Delta log entry (a line is not JSON: {exc}); the table "
+                f"{path} cannot be read or written safely.",
+            ) from None
         batch, timestamp = _batch_of(actions, app_ids)
         if batch is not None:
             return batch
