@@ -169,13 +169,13 @@ class FlowContext(FlowConfig):
         from pyspark.sql import functions as F
 
         from eventlake.durations import duration_ms
-        from eventlake.transforms.heartbeat import HEARTBEAT, with_heartbeats
+        from eventlake.transforms.heartbeat import HEARTBEAT, IdleWatch, with_heartbeats
 
-        beating = with_heartbeats(
-            self.spark, df, column, idle_timeout=duration_ms(timeout) / 1000,
-            kafka=self.settings.kafka, topics=self.kafka_topics(),
-            checkpoint=str(self.checkpoint),
+        signal = self.run.service(IdleWatch).watch(
+            self.query_name, self.settings.kafka, self.kafka_topics(), str(self.checkpoint),
+            duration_ms(timeout) / 1000,
         )  # fmt: skip
+        beating = with_heartbeats(self.spark, df, column, signal=signal)
         # Spark pushes filters that do not read the event time below the watermark (and
         # so out of the heartbeat branch): this one reads it, so it stays above.
         real = ~(F.col(HEARTBEAT) & F.col(column).isNotNull())

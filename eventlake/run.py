@@ -22,6 +22,7 @@ from eventlake.pipelines.plan import Plan, build_plan, check_flow_names
 from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topics
 from eventlake.scope import RunScope
 from eventlake.session import get_spark
+from eventlake.transforms.heartbeat import IdleWatch
 from eventlake.validation import Report, check_pipeline, require_valid
 
 #: Called once the plan is built (and checked, with its report), before any query starts.
@@ -106,6 +107,9 @@ def run_plan(
     try:
         monitor.start()
         keeper.start()
+        idle = run.find(IdleWatch)
+        if idle is not None:  # flows with idle_timeout registered while planned
+            idle.start()
         if monitor.url and on_serve is not None:
             on_serve(monitor.url)
         result = runner.run(stop)

@@ -107,6 +107,12 @@ class RunScope:
             assert isinstance(found, kind)
             return found
 
+    def find(self, kind: type[S]) -> S | None:
+        """The run's ``kind`` service if one was created, else None."""
+        with self._lock:
+            found = self._services.get(kind)
+        return found if isinstance(found, kind) else None
+
     def add_service(self, service: S) -> S:
         """Attach ``service`` (one per type) so the run closes it."""
         with self._lock:

@@ -2,14 +2,16 @@
 
 With ``pipelines.<p>.idle_timeout`` set, :meth:`FlowContext.with_watermark
 <eventlake.context.FlowContext.with_watermark>` unions the flow's rows with a heartbeat
-stream (Spark's rate source, one row a second) before the watermark and removes the
-heartbeats right after it, so they move the watermark and nothing else. A heartbeat row
-passes only while the input is idle: the flow has processed every record of its topics
-(its last committed batch reached their ends) and the newest record is older than
-``idle_timeout``. Its event time is the processing-time clock, so the watermark becomes
-now minus the delay, and windows and sessions behind it close and are written. Nothing is
-written to or committed on the user's topics; the probe reads end offsets and the newest
-record's timestamp by assignment.
+stream before the watermark and removes the heartbeats right after it, so they move the
+watermark and nothing else. The run's :class:`IdleWatch` (a service of the run, in the
+driver's process) decides, once a second, whether the input is idle: the flow has read
+records before (its watermark is set), has processed every record of its topics (its
+last committed batch reached their ends) and the newest record is older than
+``idle_timeout``. It writes that answer to a file on the driver's host, which the
+heartbeat source (:class:`HeartbeatSource`, a Python data source whose reader runs on the
+driver) reads at each trigger: one heartbeat row, at the clock's time, per batch while
+idle. So nothing runs on executors, the checkpoint may be on any filesystem, and nothing is
+written to or committed on the user's topics.
 
 Kafka inputs only; micro-batch triggers (available-now too, so a scheduled run resumes an
 interval run's checkpoint). The heartbeat adds a source to the query, so switching
@@ -18,63 +20,181 @@ interval run's checkpoint). The heartbeat adds a source to the query, so switchi
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import tempfile
+import threading
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from eventlake.config import KafkaSettings
 
+log = logging.getLogger(__name__)
+
 #: Marks heartbeat rows between the union and the filter after the watermark.
 HEARTBEAT = "_eventlake_heartbeat"
-#: A probe's answer holds this long (seconds) for further heartbeat rows of its task.
+#: How often the watch probes each flow's input (seconds).
 PROBE_SECONDS = 1.0
+#: An answer older than this (seconds) is no answer: a run that died sends no heartbeat.
+STALE_SECONDS = 10.0
+#: The heartbeat source's name for ``spark.readStream.format``.
+SOURCE = "eventlake_heartbeat"
 
 
 def idle_seconds(kafka: KafkaSettings, topics: list[str], checkpoint: str) -> float | None:
     """Seconds since the newest record of ``topics`` arrived, when the flow whose
-    checkpoint is ``checkpoint`` has processed all of them; None while it has not (or has
-    no committed batch)."""
+    checkpoint is ``checkpoint`` has processed all of them; None while it has not, has no
+    committed batch, or has never read a record (its watermark is unset: a clock-driven
+    watermark would make a backlog produced later entirely late)."""
     from confluent_kafka import TopicPartition
 
     from eventlake.checkpoints import CheckpointLog
     from eventlake.monitoring.lag import kafka_lag, parse_kafka_offsets, record_timestamps
     from eventlake.storage import Location
 
-    log = CheckpointLog(Location(checkpoint))
-    last = log.last_committed
-    if last is None:
+    flow_log = CheckpointLog(Location(checkpoint))
+    last = flow_log.last_committed
+    if last is None or flow_log.watermark_ms(last) <= 0:
         return None
     processed: dict[str, dict[int, int]] = {}
-    for source in log.sources(last):
+    for source in flow_log.sources(last):
         processed.update(parse_kafka_offsets(source))
     lags = kafka_lag(kafka, topics, processed, timeout=5.0)
     if not lags or any(lag.records for lag in lags):
         return None
     newest = [TopicPartition(g.topic, g.partition, g.latest - 1) for g in lags if g.latest > 0]
     stamps = record_timestamps(kafka, newest, 5.0)
-    return time.time() - max(stamps.values()) if stamps else float("inf")
+    return time.time() - max(stamps.values()) if stamps else None
 
 
-class IdleProbe:
-    """Whether a flow's input is idle: the UDF that lets heartbeat rows through. Pickled
-    into the task, it holds its last answer for :data:`PROBE_SECONDS`, so a batch with
-    many heartbeat rows probes the broker about once a second."""
+class HeartbeatReader(SimpleDataSourceStreamReader):
+    """Reads the watch's answer at each trigger (on the driver): one row, now, while idle.
+    Offsets count the heartbeats and keep each one's time, so a replayed batch reads the
+    same row."""
 
-    def __init__(
-        self, kafka: KafkaSettings, topics: list[str], checkpoint: str, idle_timeout: float
-    ) -> None:
-        self.kafka, self.topics, self.checkpoint = kafka, topics, checkpoint
-        self.idle_timeout = idle_timeout
-        self._last: tuple[float, bool] | None = None
+    def __init__(self, signal: str) -> None:
+        self.signal = signal
 
-    def __call__(self, _tick: Any) -> bool:
-        now = time.monotonic()
-        if self._last is None or now - self._last[0] >= PROBE_SECONDS:
-            seconds = idle_seconds(self.kafka, self.topics, self.checkpoint)
-            self._last = (now, seconds is not None and seconds >= self.idle_timeout)
-        return self._last[1]
+    def initialOffset(self) -> dict[str, int]:
+        return {"beats": 0, "at_ms": 0}
+
+    def _idle(self) -> bool:
+        try:
+            answer = json.loads(Path(self.signal).read_text())
+        except (OSError, ValueError):
+            return False
+        fresh = time.time() - float(answer.get("written", 0)) < STALE_SECONDS
+        return bool(answer.get("idle")) and fresh
+
+    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
+        if not self._idle():
+            return iter(()), start
+        now_ms = int(time.time() * 1000)
+        end = {"beats": int(start["beats"]) + 1, "at_ms": now_ms}
+        return iter([(_instant(now_ms),)]), end
+
+    def readBetweenOffsets(
+        self, start: dict[str, int], end: dict[str, int]
+    ) -> Iterator[tuple[Any, ...]]:
+        if int(end["beats"]) == int(start["beats"]):
+            return iter(())
+        return iter([(_instant(int(end["at_ms"])),)])
+
+
+def _instant(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+class HeartbeatSource(DataSource):
+    """``spark.readStream.format("eventlake_heartbeat").option("signal", path)``: the
+    heartbeat rows of one flow (``timestamp``), read on the driver."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE
+
+    def schema(self) -> str:
+        return "timestamp TIMESTAMP"
+
+    def simpleStreamReader(self, schema: Any) -> HeartbeatReader:
+        return HeartbeatReader(self.options["signal"])
+
+
+@dataclass
+class _Watched:
+    kafka: KafkaSettings
+    topics: list[str]
+    checkpoint: str
+    idle_timeout: float
+    signal: Path
+
+
+class IdleWatch:
+    """A service of the run: for each flow with ``idle_timeout``, whether its input is
+    idle, written once a second to the file its heartbeat source reads. Flows register
+    while the plan is built; :meth:`start` (when the run starts) begins the probing."""
+
+    def __init__(self) -> None:
+        self._flows: dict[str, _Watched] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._folder = Path(tempfile.gettempdir()) / f"eventlake-idle-{os.getpid()}"
+        self._run = uuid.uuid4().hex[:8]
+
+    def watch(
+        self, flow: str, kafka: KafkaSettings, topics: list[str], checkpoint: str,
+        idle_timeout: float,
+    ) -> str:  # fmt: skip
+        """Register ``flow``; return the path of its answer file (written once started)."""
+        signal = self._folder / f"{self._run}-{flow}.json"
+        with self._lock:
+            self._flows[flow] = _Watched(kafka, topics, checkpoint, idle_timeout, signal)
+        return str(signal)
+
+    def start(self) -> None:
+        if self._thread is not None or not self._flows:
+            return
+        self._folder.mkdir(parents=True, exist_ok=True)
+        self._thread = threading.Thread(target=self._loop, name="eventlake-idle", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                flows = list(self._flows.values())
+            for flow in flows:
+                self._answer(flow)
+            self._stop.wait(PROBE_SECONDS)
+
+    def _answer(self, flow: _Watched) -> None:
+        try:
+            seconds = idle_seconds(flow.kafka, flow.topics, flow.checkpoint)
+            idle = seconds is not None and seconds >= flow.idle_timeout
+        except Exception:  # the broker or the checkpoint unreadable now: not idle
+            log.debug("idle probe of %s failed", flow.checkpoint, exc_info=True)
+            idle = False
+        tmp = flow.signal.with_name(f".{flow.signal.name}.tmp")
+        tmp.write_text(json.dumps({"idle": idle, "written": time.time()}))
+        os.replace(tmp, flow.signal)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        for flow in self._flows.values():
+            flow.signal.unlink(missing_ok=True)
 
 
 def with_heartbeats(
@@ -82,35 +202,17 @@ def with_heartbeats(
     df: DataFrame,
     column: str,
     *,
-    idle_timeout: float,
-    kafka: KafkaSettings,
-    topics: list[str],
-    checkpoint: str,
+    signal: str,
 ) -> DataFrame:
     """``df`` with a :data:`HEARTBEAT` column, unioned with heartbeat rows (every column
-    null but ``column``, the processing time) that pass only while the input is idle."""
+    null but ``column``, the clock's time) read from the flow's answer file ``signal``."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType
 
-    from eventlake.errors import ErrorCode, EventlakeError
-    from eventlake.storage import Location
-
-    if not Location(checkpoint).is_local:
-        # The probe runs in a Python worker, which has no JVM to read a Hadoop filesystem.
-        raise EventlakeError(
-            ErrorCode.PIPELINE_INVALID,
-            f"idle_timeout reads the flow's checkpoint from a Python worker; {checkpoint} "
-            "is not a local path.",
-            expected="a local checkpoints.root for a pipeline with idle_timeout",
-            fix="unset pipelines.<p>.idle_timeout, or keep this pipeline's checkpoints local",
-        )
-
-    idle = IdleProbe(kafka, topics, checkpoint, idle_timeout)
-    probe = F.udf(idle, BooleanType(), useArrow=False).asNondeterministic()
-    beats = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    spark.dataSource.register(HeartbeatSource)
+    beats = spark.readStream.format(SOURCE).option("signal", signal).load()
     fields = [
         (F.col("timestamp") if f.name == column else F.lit(None)).cast(f.dataType).alias(f.name)
         for f in df.schema.fields
     ]
-    ghosts = beats.where(probe(F.col("value"))).select(*fields, F.lit(True).alias(HEARTBEAT))
+    ghosts = beats.select(*fields, F.lit(True).alias(HEARTBEAT))
     return df.withColumn(HEARTBEAT, F.lit(False)).unionByName(ghosts)

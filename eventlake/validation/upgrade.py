@@ -112,6 +112,9 @@ def verdict(
         if reads and held != reads:  # e.g. idle_timeout's heartbeat source added or removed
             blocked.append(f"the query reads {reads} source(s), its checkpoint has offsets "
                            f"of {held}")  # fmt: skip
+        elif _rate_heartbeat(log.sources(planned[-1])) and flow.ctx.params.idle_timeout:
+            blocked.append("its idle_timeout heartbeats were Spark's rate source, now the "
+                           "eventlake_heartbeat source")  # fmt: skip
     if state is not None:
         blocked += _state_changes(planned_operators(tree), state)
     elif recorded is not None and recorded.get("stateful") != now["stateful"]:
@@ -124,6 +127,12 @@ def verdict(
     if changes:
         return Verdict(name, CHANGES, tuple(changes))
     return Verdict(name, SAFE)
+
+
+def _rate_heartbeat(sources: list[Any]) -> bool:
+    """Whether a checkpoint's offsets hold a rate source's (a bare number) beside others:
+    how flows with idle_timeout checkpointed their heartbeats before eventlake_heartbeat."""
+    return len(sources) > 1 and any(isinstance(s, int) for s in sources[1:])
 
 
 #: Spark's state operator names of one kind of operator (a session window aggregates too).

@@ -258,3 +258,71 @@ def test_users_cdc_on_the_cluster_matches_the_independent_computation(
     # The same checks the local run passes (test_users_pipeline): SCD1, SCD2, PostgreSQL
     # and the quarantine, each against an independent computation from the records.
     assert_matches(tmp_path, records, postgres, table)
+
+
+QUIET = """
+from pyspark.sql import functions as F
+
+from eventlake.connectors import DeltaOutput, KafkaInput
+from eventlake.pipelines import Pipeline
+
+quiet = Pipeline("quiet")
+
+
+@quiet.flow(input=KafkaInput(), output=DeltaOutput("gold", "clicks_10min"))
+def per_window(ctx, df):
+    c = F.from_json(F.col("value").cast("string"), "user STRING, ts TIMESTAMP").alias("c")
+    rows = ctx.with_watermark(df.select(c).select("c.*"), "ts", "5 minutes")
+    return rows.groupBy(F.window("ts", "10 minutes"), "user").count()
+"""
+
+
+def test_idle_timeout_closes_windows_on_the_cluster(
+    spark_cluster: SparkStandaloneCluster,
+    executor_python: Path,
+    bootstrap: str,
+    make_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """The idle decision is the driver's (the run's watch and the heartbeat source's
+    reader): executors whose Python has no eventlake and no view of the checkpoint run the
+    windows, and the quiet topic's last windows close."""
+    from datetime import UTC, datetime, timedelta
+
+    from eventlake.testing import wait_until
+
+    topic = make_topic(prefix="quiet-cluster")
+    start = (datetime.now(UTC) - timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
+    at = [start + timedelta(minutes=m) for m in (1, 2, 12)]
+    produce(bootstrap, topic, [("u", json.dumps({"user": "u", "ts": t.isoformat()})) for t in at])
+    module = tmp_path / "quiet.py"
+    module.write_text(QUIET)
+    params = {"topic": topic, "trigger": "1 second", "idle_timeout": "5 seconds"}
+    config = cluster_config(tmp_path / "cluster.yaml", bootstrap, tmp_path, spark_cluster,
+                            executor_python, quiet=params)  # fmt: skip
+    table = tmp_path / "lake" / "gold" / "clicks_10min"
+
+    def written() -> int:
+        try:
+            return read_delta(table).num_rows
+        except Exception:  # not created yet
+            return 0
+
+    from tests.integration.cli_helpers import cli_command
+
+    proc = subprocess.Popen(
+        cli_command("--config", str(config), "run", "quiet", "--quiet", "--module", str(module)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: written() >= 2 or proc.poll() is not None, timeout=300,
+                   what="the quiet topic's windows closed on the cluster")  # fmt: skip
+        assert proc.poll() is None, proc.communicate()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 15)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    rows = read_delta(table).to_pylist()
+    got = sorted((r["window"]["start"].replace(tzinfo=UTC), r["count"]) for r in rows)
+    assert got == [(start, 2), (start + timedelta(minutes=10), 1)]
