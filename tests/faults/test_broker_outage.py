@@ -10,28 +10,15 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame
 
 from eventlake.config import RestartSettings
-from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
 from eventlake.kafka import EmbeddedKafkaBroker, create_topic, produce
-from eventlake.pipelines import Pipeline
 from eventlake.testing import free_port, read_delta, running_pipeline, settings_for, wait_until
+from tests.faults.bronze import assert_each_once, bronze_pipeline, caught_up
 
 pytestmark = pytest.mark.integration
-
-
-def _pipeline() -> Pipeline:
-    p = Pipeline("outage")
-
-    @p.flow(input=KafkaInput(), output=DeltaOutput("bronze", "events"))
-    def bronze(ctx: Any, df: DataFrame) -> DataFrame:
-        return kafka_records(df)
-
-    return p
 
 
 def _offsets(lake: Path) -> list[tuple[int, int]]:
@@ -55,7 +42,7 @@ def test_the_only_broker_killed_and_back_after_an_outage(
     )
     lake = tmp_path / "lake"
     try:
-        with running_pipeline(_pipeline(), settings, trigger="2 seconds") as run:
+        with running_pipeline(bronze_pipeline("outage"), settings, trigger="2 seconds") as run:
             wait_until(lambda: len(_offsets(lake)) == 500, timeout=120,
                        what="the first 500 records in bronze")  # fmt: skip
             pid = broker.status().pid
@@ -64,16 +51,15 @@ def test_the_only_broker_killed_and_back_after_an_outage(
             wait_until(lambda: not broker.status().running, timeout=30, what="the broker gone")
             time.sleep(outage)  # the fault itself: the broker stays away this long
             broker.start()
-            back = time.monotonic()
+            began = time.monotonic()
             produce(bootstrap, "events", [(f"k{i}", f"v{i}") for i in range(500, 1000)])
-            wait_until(lambda: len(_offsets(lake)) >= 1000, timeout=300,
-                       what="every record in bronze after the broker came back")  # fmt: skip
-            recovery = time.monotonic() - back
+            recovery = (time.monotonic() - began) + caught_up(
+                lambda: len(_offsets(lake)), 1000, timeout=300,
+                what="every record in bronze after the broker came back",
+            )  # fmt: skip
     finally:
         broker.stop()
-    offsets = _offsets(lake)
-    assert len(offsets) == 1000
-    assert len(set(offsets)) == 1000  # every record once
+    assert_each_once(_offsets(lake), 1000)
     assert run.result is not None
     restarts = run.result.restarts.get("outage.bronze", 0)
     with capsys.disabled():  # the figure belongs in the test output, passed or not

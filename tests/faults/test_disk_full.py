@@ -9,19 +9,16 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame
 
 from eventlake.config import RestartSettings
-from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
 from eventlake.kafka import produce
-from eventlake.pipelines import Pipeline
 from eventlake.testing import read_delta, running_pipeline, settings_for, wait_until
+from tests.faults.bronze import assert_each_once, bronze_pipeline, caught_up
 
 pytestmark = pytest.mark.integration
 
@@ -61,16 +58,6 @@ def fill(disk: Path) -> Path:
     return ballast
 
 
-def _pipeline() -> Pipeline:
-    p = Pipeline("full_disk")
-
-    @p.flow(input=KafkaInput(), output=DeltaOutput("bronze", "events"))
-    def bronze(ctx: Any, df: DataFrame) -> DataFrame:
-        return kafka_records(df)
-
-    return p
-
-
 def test_the_lakes_disk_full_then_space_returns(
     small_disk: Path, bootstrap: str, make_topic: Callable[..., str],
     capsys: pytest.CaptureFixture[str],
@@ -91,7 +78,7 @@ def test_the_lakes_disk_full_then_space_returns(
 
     payload = "x" * 200
     produce(bootstrap, topic, [(f"k{i}", f"{i}:{payload}") for i in range(500)])
-    with running_pipeline(_pipeline(), settings, trigger="1 second") as run:
+    with running_pipeline(bronze_pipeline("full_disk"), settings, trigger="1 second") as run:
         wait_until(lambda: len(offsets()) == 500, timeout=120,
                    what="the first records in bronze")  # fmt: skip
         ballast = fill(small_disk)
@@ -106,13 +93,9 @@ def test_the_lakes_disk_full_then_space_returns(
                              what="the flow to fail on the full disk and back off")  # fmt: skip
         assert len(offsets()) == 500  # nothing more was written while the disk was full
         ballast.unlink()
-        back = time.monotonic()
-        wait_until(lambda: len(offsets()) >= 1500, timeout=180,
-                   what="every record in bronze once space returned")  # fmt: skip
-        recovery = time.monotonic() - back
-    got = offsets()
-    assert len(got) == 1500
-    assert len(set(got)) == 1500  # every record once
+        recovery = caught_up(lambda: len(offsets()), 1500, timeout=180,
+                             what="every record in bronze once space returned")  # fmt: skip
+    assert_each_once(offsets(), 1500)
     assert run.result is not None
     restarts = run.result.restarts["full_disk.bronze"]
     assert restarts >= 1

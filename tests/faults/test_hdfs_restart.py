@@ -11,32 +11,20 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from eventlake.config import RestartSettings
 from eventlake.config.loader import settings_from_dict
-from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
 from eventlake.kafka import produce
-from eventlake.pipelines import Pipeline
 from eventlake.testing import running_pipeline, unique_name, wait_until
 from eventlake.testing.hdfs import EmbeddedHdfs
+from tests.faults.bronze import assert_each_once, bronze_pipeline, caught_up
 
 pytestmark = pytest.mark.integration
 
 OUTAGE = 20.0
-
-
-def _pipeline() -> Pipeline:
-    p = Pipeline("on_hdfs")
-
-    @p.flow(input=KafkaInput(), output=DeltaOutput("bronze", "events"))
-    def bronze(ctx: Any, df: DataFrame) -> DataFrame:
-        return kafka_records(df)
-
-    return p
 
 
 def test_hdfs_restarted_under_a_flow_whose_lake_and_checkpoints_are_on_it(
@@ -65,7 +53,7 @@ def test_hdfs_restarted_under_a_flow_whose_lake_and_checkpoints_are_on_it(
 
     produce(bootstrap, topic, [(f"k{i}", f"v{i}") for i in range(300)])
     try:
-        with running_pipeline(_pipeline(), settings, trigger="2 seconds") as run:
+        with running_pipeline(bronze_pipeline("on_hdfs"), settings, trigger="2 seconds") as run:
             wait_until(lambda: len(offsets()) == 300, timeout=120,
                        what="the first records in bronze on HDFS")  # fmt: skip
             pid = hdfs.process.pid()
@@ -76,14 +64,10 @@ def test_hdfs_restarted_under_a_flow_whose_lake_and_checkpoints_are_on_it(
             produce(bootstrap, topic, [(f"k{i}", f"v{i}") for i in range(300, 600)])
             time.sleep(OUTAGE)  # the fault itself: HDFS stays away this long
             hdfs.start(format=False)
-            back = time.monotonic()
             produce(bootstrap, topic, [(f"k{i}", f"v{i}") for i in range(600, 900)])
-            wait_until(lambda: len(offsets()) >= 900, timeout=300,
-                       what="every record in bronze after HDFS came back")  # fmt: skip
-            recovery = time.monotonic() - back
-        got = offsets()
-        assert len(got) == 900
-        assert len(set(got)) == 900  # every record once
+            recovery = caught_up(lambda: len(offsets()), 900, timeout=300,
+                                 what="every record in bronze after HDFS came back")  # fmt: skip
+        assert_each_once(offsets(), 900)
     finally:
         hdfs.stop()
     assert run.result is not None

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from eventlake.config import Settings
 from eventlake.config.loader import settings_from_dict
 from eventlake.errors import EventlakeError, Recovery
 from eventlake.testing import read_delta, run_available_now, settings_for
@@ -82,13 +83,21 @@ def test_hostile_records_are_quarantined_with_a_reason_and_nothing_else_is_lost(
     }
 
 
-def test_a_corrupted_checkpoint_file_is_a_fatal_coded_error(
+def _bronze_after_one_record(
     bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
-) -> None:
-    topic = make_topic(prefix="hostile-cp")
+) -> tuple[Settings, str]:
+    """Orders' bronze flow run once on one record: its table and checkpoint to break."""
+    topic = make_topic(prefix="hostile-files")
     _send(bootstrap, topic, [(b"k", _order(1), [])])
     settings = settings_for(tmp_path, bootstrap, orders={"topic": topic, "high_value_topic": "x"})
     run_available_now("orders", settings, flows=["bronze"])
+    return settings, topic
+
+
+def test_a_corrupted_checkpoint_file_is_a_fatal_coded_error(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    settings, topic = _bronze_after_one_record(bootstrap, make_topic, tmp_path)
     offsets = tmp_path / "checkpoints" / "orders" / "bronze" / "offsets"
     last = max(offsets.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
     last.write_bytes(last.read_bytes()[:7])  # truncated mid-header
@@ -103,10 +112,7 @@ def test_a_corrupted_checkpoint_file_is_a_fatal_coded_error(
 def test_a_corrupted_delta_log_entry_is_a_fatal_coded_error(
     bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
-    topic = make_topic(prefix="hostile-log")
-    _send(bootstrap, topic, [(b"k", _order(1), [])])
-    settings = settings_for(tmp_path, bootstrap, orders={"topic": topic, "high_value_topic": "x"})
-    run_available_now("orders", settings, flows=["bronze"])
+    settings, topic = _bronze_after_one_record(bootstrap, make_topic, tmp_path)
     log = tmp_path / "lake" / "bronze" / "orders" / "_delta_log"
     newest = max(log.glob("*.json"))
     newest.write_text('{"add": {"path": ')  # cut mid-object
