@@ -28,6 +28,7 @@ from eventlake.operations.status import (
     run_file,
 )
 from eventlake.pipelines.plan import Plan, PlannedFlow, check_flow_names
+from eventlake.secrets import mask_text
 from eventlake.storage import Location, filesystem
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,8 @@ class RunMonitor:
         self.metrics.restarts.labels(self.pipeline, flow.spec.name, error.code).inc()
         count = self._restarts.get(name, {}).get("restarts", 0) + 1
         self._restarts[name] = {"restarts": count, "code": error.code,
-                                "error": error.what.splitlines()[0],
+                                "error": mask_text(error.what.splitlines()[0],
+                                                   self.settings.secret_values),
                                 "at": time.time(), "delay_seconds": round(delay, 3)}  # fmt: skip
 
     @property

@@ -31,6 +31,7 @@ from eventlake.monitoring import FlowTotals, ProgressListener
 from eventlake.pipelines.api import Pipeline
 from eventlake.pipelines.plan import Plan, PlannedFlow
 from eventlake.pipelines.restarts import RestartPolicy
+from eventlake.secrets import mask_text
 from eventlake.triggers import ONCE, is_finite, is_micro_batch
 
 if TYPE_CHECKING:
@@ -185,13 +186,15 @@ class PipelineRunner:
             self.stop_all(graceful=True)
             raise failure
         self.pending[name] = now + delay
+        secrets = flow.ctx.settings.secret_values
         self.console.print(
-            f"[{name}] failed: {failure.code} {failure.what.splitlines()[0]}; "
-            f"restart {policy.restarts} in {delay:.1f} s ({failure.recovery} error)",
+            mask_text(f"[{name}] failed: {failure.code} {failure.what.splitlines()[0]}; "
+                      f"restart {policy.restarts} in {delay:.1f} s ({failure.recovery} error)",
+                      secrets),
             highlight=False, soft_wrap=True, markup=False,
         )  # fmt: skip
-        log.warning("%s failed (%s); restart %d in %.1fs", name, failure.render(),
-                    policy.restarts, delay)  # fmt: skip
+        log.warning("%s failed (%s); restart %d in %.1fs", name,
+                    mask_text(failure.render(), secrets), policy.restarts, delay)  # fmt: skip
         if self.on_restart is not None:
             self.on_restart(name, failure, policy.restarts, delay)
 
