@@ -24,12 +24,16 @@ from eventlake.connectors.capabilities import (
 )
 from eventlake.triggers import apply_trigger, is_real_time
 
+#: The column :meth:`Input.replay` adds where it can tell which batch read each row.
+REPLAYED_BATCH = "_eventlake_batch"
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
     from pyspark.sql.types import StructType
 
+    from eventlake.checkpoints import CheckpointLog
     from eventlake.context import FlowConfig, FlowContext
 
 TableRef = tuple[str, str]
@@ -101,10 +105,10 @@ class Input(_Connector):
         """Everything the input holds now, as a batch DataFrame (``eventlake lateness``)."""
         raise NotImplementedError(f"{type(self).__name__} has no batch read")
 
-    def read_through(self, ctx: FlowContext, ends: dict[str, dict[str, int]]) -> DataFrame:
-        """As a batch, every record the flow's batches read up to the end offsets its
-        checkpoint logged (``ends``: topic -> partition -> offset); inputs with the
-        ``verify`` capability."""
+    def replay(self, ctx: FlowContext, log: CheckpointLog, last: int) -> DataFrame:
+        """As a batch, every row the flow's batches up to ``last`` read, as its checkpoint
+        ``log`` records them; inputs with the ``verify`` capability. A :data:`REPLAYED_BATCH`
+        column, where the input can tell, holds the batch that read each row."""
         raise NotImplementedError(f"{type(self).__name__} cannot be read by offsets")
 
 

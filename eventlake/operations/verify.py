@@ -1,8 +1,11 @@
 """``eventlake verify PIPELINE.FLOW``: recompute a flow's output in batch and diff it.
 
-The flow's transform runs once on a batch read of its Kafka input up to where its last
-committed batch ended (the checkpoint's offsets log). Rows Spark's stateful operators
-dropped as late are left out the way Spark did it: a row read by batch N is late when its
+The flow's transform runs once on a batch read of its input up to where its last committed
+batch ended (the checkpoint's offsets log): a Kafka topic up to the batch's end offsets, or
+a Delta table (a medallion's silver or gold flow) through the files the batches read, by
+table version and file position (:mod:`eventlake.connectors.delta.replay`). Rows Spark's
+stateful operators dropped as late are left out the way Spark did it: a row read by batch
+N (by its Kafka partition and offset, or the Delta file it came from) is late when its
 event time is at or behind the watermark of batch N-1 (both from the log); in an
 aggregation by a tumbling window, when its window ends there, and by a session window,
 when its event time plus the gap does (Spark judges the window or session). Windowed
@@ -11,10 +14,12 @@ struct, ``window_end`` or ``end`` column at or before it); other results whole. 
 left is a multiset diff of that result and the flow's output table: rows missing from the
 output and rows the output has that the transform does not produce.
 
-Limits: flows with one Kafka input whose rows keep ``partition`` and ``offset`` up to the
-watermark (as ``eventlake lateness`` needs), and no sliding window; the output table is
-read as it is now, so verify a stopped flow (or rows written after the last committed
-batch count as extra).
+Limits: flows with one input (Kafka rows keep ``partition`` and ``offset`` up to the
+watermark, Delta rows every column the source has); no sliding window; a Delta input read
+as appends (no change feed, no skipped change commits) from its snapshot or an int
+``starting_version``, whose log still holds those versions. The output table is read as it
+is now, so verify a stopped flow (or rows written after the last committed batch count as
+extra).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog
 from eventlake.config import Settings
+from eventlake.connectors.base import REPLAYED_BATCH
 from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.expectations import FAILED, apply_expectations
@@ -91,7 +97,7 @@ def verify_flow(
     if spec.inputs or not spec.input.capabilities.verify:
         raise _refused(name, f"it reads {spec.describe_inputs(config)}",
                        "verify flows that read one input whose batches it can replay by "
-                       "offsets (Kafka)")  # fmt: skip
+                       "offsets (Kafka, Delta)")  # fmt: skip
     tables = spec.output.tables()
     if len(tables) != 1:
         raise _refused(name, f"it writes {spec.output.describe(config)}",
@@ -104,13 +110,21 @@ def verify_flow(
             f"flow '{name}' has no committed batch in {config.checkpoint}.",
             fix=f"run it first: eventlake run {spec.pipeline}",
         )
-    ends = log.source_offsets(last, 0)
     ctx = FlowContext.of(config, spark, trigger="available-now")
-    source = spec.input.read_through(ctx, ends)
+    try:
+        source = spec.input.replay(ctx, log, last)
+    except NotImplementedError as exc:
+        fix = "verify flows whose input replays from its checkpoint's offsets"
+        raise _refused(name, f"its input cannot be replayed: {exc}", fix) from None
+    thresholds = spark.createDataFrame(
+        [(n, log.watermark_ms(n - 1) if n > 0 else NO_WATERMARK) for n in range(last + 1)],
+        f"{REPLAYED_BATCH} INT, _threshold LONG",
+    )
 
-    batches = _batch_ranges(log, last)
+    # A Kafka input's rows are judged by partition and offset against each batch's ranges.
+    batches = [] if REPLAYED_BATCH in source.columns else _batch_ranges(log, last)
     late_counts: list[DataFrame] = []
-    spec.transform(ctx, source)  # how the watermarked rows are grouped, if they are
+    _batch_transform(spec, ctx, source)  # how the watermarked rows are grouped, if they are
     calls = ctx.watermarks.calls
     if not calls and _watermarked_outside_the_context(spec, config, spark):
         raise _refused(name, "its watermark is set with DataFrame.withWatermark, so the late "
@@ -124,11 +138,27 @@ def verify_flow(
         raise _refused(name, what, "verify flows with tumbling, session or no windows")
 
     def on_time(df: DataFrame, column: str, delay: str) -> DataFrame:
-        if not {"partition", "offset"} <= set(df.columns):
-            keep = "keep `partition` and `offset` up to withWatermark"
-            raise _refused(name, "its rows lose Kafka's partition and offset first", keep)
+        kafka_keys: list[str] = [c for c in ("topic", "partition", "offset") if c in df.columns]
+        if REPLAYED_BATCH in df.columns:  # the input told which batch read each row
+            judged = df.join(F.broadcast(thresholds), REPLAYED_BATCH, "left")
+        elif {"partition", "offset"} <= set(df.columns) and batches:
+            judged = _judged(spark, df, batches)
+        elif {"partition", "offset"} <= set(kafka_keys) and REPLAYED_BATCH in source.columns:
+            # Bronze's Kafka coordinates survived where the batch column did not: each
+            # names one upstream row, and so the batch that read it.
+            read_by = source.select(*kafka_keys, REPLAYED_BATCH).dropDuplicates(kafka_keys)
+            judged = (
+                df.join(read_by, kafka_keys, "left")
+                .join(F.broadcast(thresholds), REPLAYED_BATCH, "left")
+                .drop(REPLAYED_BATCH)
+            )
+        else:
+            keep = (f"keep `{REPLAYED_BATCH}`" if REPLAYED_BATCH in source.columns
+                    else "keep `partition` and `offset`")  # fmt: skip
+            raise _refused(name, "its rows lose what tells which batch read them before "
+                           "the watermark", f"{keep} up to ctx.with_watermark")  # fmt: skip
         mark = next(marks, None) or WatermarkCall(df, column, delay, df)
-        flagged = flag_late(mark, _judged(spark, df, batches), F.col("_threshold"), name)
+        flagged = flag_late(mark, judged, F.col("_threshold"), name)
         flagged = flagged.drop(WINDOW, "_threshold")
         late_counts.append(flagged.where(F.col(LATE)))
         return flagged.where(~F.col(LATE)).drop(LATE)
@@ -136,8 +166,8 @@ def verify_flow(
     judging = FlowContext.of(
         config, spark, trigger="available-now", watermarks=WatermarkRecorder(rewrite=on_time)
     )
-    expected = spec.transform(judging, source)
-    expected = apply_expectations(expected, spec.expectations)
+    expected = _batch_transform(spec, judging, source)
+    expected = apply_expectations(expected, spec.expectations).drop(REPLAYED_BATCH)
     if FAILED in expected.columns:  # quarantined rows go to another table
         expected = expected.where(F.size(FAILED) == 0).drop(FAILED)
     watermark_ms = log.watermark_ms(last)
@@ -160,6 +190,24 @@ def verify_flow(
         missing_count=missing.count(),
         unexpected_count=unexpected.count(),
     )
+
+
+#: Logical plan nodes Spark refuses in a batch query, with the call that makes them.
+STREAM_ONLY = {"DeduplicateWithinWatermark": "dropDuplicatesWithinWatermark"}
+
+
+def _batch_transform(spec: FlowSpec, ctx: FlowContext, source: DataFrame) -> DataFrame:
+    """The flow's transform on the batch ``source``; refused (EL-PIPELINE-002) when it
+    uses an operator Spark runs on streams only."""
+    from eventlake.pipelines.plan_tree import analysed_tree
+
+    result: DataFrame = spec.transform(ctx, source)
+    found = analysed_tree(result).find(*STREAM_ONLY)
+    if found:
+        fix = "verify the flows downstream of it, which read what it wrote"
+        raise _refused(spec.query_name, f"its transform uses {STREAM_ONLY[found[0].name]}, "
+                       "which Spark runs on streams only", fix)  # fmt: skip
+    return result
 
 
 def _watermarked_outside_the_context(

@@ -66,3 +66,45 @@ def test_verify_clean_flow_and_the_rows_of_a_broken_one(
     cli = run_cli("--config", str(cfg), "verify", "verified.per_user", "--module", str(module))
     assert cli.returncode == 1, cli.stderr
     assert "2 row(s) in the output, not recomputed" in cli.stdout
+
+
+def test_verify_a_medallions_delta_reading_flows(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """orders' revenue_hourly reads silver, a Delta table: verify replays the files each
+    batch read, by table version and file position, judges late rows by the batch that
+    read them, and finds it clean; what it cannot judge is refused, saying why."""
+    from datetime import timedelta
+
+    from eventlake.generator import OrdersConfig, OrdersGenerator, send
+
+    topic = make_topic(partitions=2, prefix="verify-orders")
+    records = list(OrdersGenerator(OrdersConfig(
+        seed=5, late_fraction=0.06, late_delay=timedelta(minutes=25),
+        out_of_order_fraction=0.05, duplicate_fraction=0.03, malformed_fraction=0.02,
+    )).records(800))  # fmt: skip
+    params = {"topic": topic, "high_value_topic": "unused", "max_offsets_per_trigger": 150,
+              "max_files_per_trigger": 1}  # fmt: skip
+    settings = settings_for(tmp_path, bootstrap, orders=params)
+    flows = ["bronze", "silver", "revenue_hourly", "category_sliding"]
+    send(bootstrap, topic, records[:400])
+    run_available_now("orders", settings, flows=flows)
+    send(bootstrap, topic, records[400:])
+    run_available_now("orders", settings, flows=flows)
+
+    from eventlake.pipelines.loader import load_pipelines
+
+    orders = load_pipelines().get("orders")
+    revenue = verify_flow(orders, "revenue_hourly", settings, spark)
+    assert revenue.ok, revenue
+    assert revenue.expected_rows == revenue.output_rows > 0
+    assert revenue.late_rows > 0  # late orders the silver -> gold batches dropped, left out
+    # silver's dropDuplicatesWithinWatermark runs on streams only: refused, saying so.
+    with pytest.raises(EventlakeError) as streams_only:
+        verify_flow(orders, "silver", settings, spark)
+    assert streams_only.value.code == "EL-PIPELINE-002"
+    assert "dropDuplicatesWithinWatermark" in streams_only.value.what
+    with pytest.raises(EventlakeError) as refused:
+        verify_flow(orders, "category_sliding", settings, spark)
+    assert refused.value.code == "EL-PIPELINE-002"
+    assert "sliding window" in refused.value.what

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eventlake.connectors.base import (
+    REPLAYED_BATCH,
     BatchContext,
     BatchFunction,
     Input,
@@ -19,6 +20,7 @@ from eventlake.connectors.base import (
 from eventlake.connectors.capabilities import Guarantee, InputCapabilities, OutputCapabilities
 from eventlake.connectors.delta.commits import batch_committed, marked_commits, write_once
 from eventlake.connectors.delta.log_checkpoints import log_checkpoints
+from eventlake.connectors.delta.replay import replayed_files
 from eventlake.connectors.delta.tables import (
     delta_row_count,
     enable_change_feed,
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.readwriter import DataStreamWriter
     from pyspark.sql.types import StructType
 
+    from eventlake.checkpoints import CheckpointLog
     from eventlake.context import FlowConfig, FlowContext
 
 
@@ -79,7 +82,7 @@ class DeltaInput(_LakeTable, Input):
     starting_timestamp: str | None = None
     skip_change_commits: bool = False
     change_feed: bool = False
-    capabilities = InputCapabilities(batch_read=True)
+    capabilities = InputCapabilities(batch_read=True, verify=True)
 
     def __post_init__(self) -> None:
         from eventlake.errors import ErrorCode, EventlakeError
@@ -122,6 +125,28 @@ class DeltaInput(_LakeTable, Input):
 
     def read_batch(self, ctx: FlowContext) -> DataFrame:
         return ctx.spark.read.format("delta").load(str(ctx.table_path(self.layer, self.name)))
+
+    def replay(self, ctx: FlowContext, log: CheckpointLog, last: int) -> DataFrame:
+        """The table's rows that batches 0..``last`` read, each with the batch that read
+        it (:data:`REPLAYED_BATCH`), from the table versions and file positions the
+        checkpoint's offsets name (:func:`replayed_files`)."""
+        from pyspark.sql import functions as F
+
+        if self.change_feed or self.skip_change_commits:
+            raise NotImplementedError("a change feed or skipped change commits")
+        path = ctx.table_path(self.layer, self.name)
+        start = self.starting_version if isinstance(self.starting_version, int) else None
+        ends = [log.source_offsets(n, 0) for n in range(last + 1)]
+        files, version = replayed_files(path, ends, start)
+        read_by = ctx.spark.createDataFrame(
+            [(name, batch) for name, batch in files.items()],
+            f"_eventlake_file STRING, {REPLAYED_BATCH} INT",
+        )
+        table = ctx.spark.read.format("delta").option("versionAsOf", version).load(str(path))
+        named = table.withColumn(
+            "_eventlake_file", F.regexp_extract(F.col("_metadata.file_path"), r"[^/]+$", 0)
+        )
+        return named.join(F.broadcast(read_by), "_eventlake_file").drop("_eventlake_file")
 
 
 @dataclass(frozen=True)
