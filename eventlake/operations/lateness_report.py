@@ -135,7 +135,10 @@ def measure_lateness(
     group = f"eventlake-lateness-{uuid.uuid4().hex[:8]}"
     sc = spark.sparkContext
     sc.setJobGroup(group, f"lateness of {ctx.query_name}", interruptOnCancel=True)
-    timer = threading.Timer(timeout, sc.cancelJobGroup, [group]) if timeout else None
+    def cancel() -> None:  # the group's running jobs and any it starts later
+        sc._jsc.sc().cancelJobGroupAndFutureJobs(group, "metrics.lateness_timeout passed")
+
+    timer = threading.Timer(timeout, cancel) if timeout else None
     if timer is not None:
         timer.daemon = True
         timer.start()

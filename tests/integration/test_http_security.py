@@ -176,3 +176,19 @@ def deduplicated(ctx, df):
     events = df.select(e, "partition", "offset").select("e.*", "partition", "offset")
     return ctx.with_watermark(events, "ts", "5 minutes").dropDuplicatesWithinWatermark(["id"])
 """
+
+
+def test_a_lateness_measure_past_its_time_bound_is_cancelled(
+    spark: Any, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    from eventlake.operations.lateness_report import measure_lateness
+
+    topic = make_topic(prefix="guarded-slow")
+    produce(bootstrap, topic, [("k", json.dumps({"id": "e", "ts": "2026-11-01T00:00:00"}))])
+    settings = settings_for(tmp_path, bootstrap, guarded={"topic": topic})
+    with pytest.raises(EventlakeError) as cancelled:
+        measure_lateness(_pipeline(), "deduplicated", settings, spark, timeout=0.05)
+    assert cancelled.value.code == "EL-LATENESS-003"
+    # Unbounded, the same measure completes: it was the bound, not the flow.
+    [found] = measure_lateness(_pipeline(), "deduplicated", settings, spark)
+    assert found.records == 1
