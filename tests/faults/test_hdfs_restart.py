@@ -24,7 +24,7 @@ from tests.faults.bronze import assert_each_once, bronze_pipeline, caught_up
 
 pytestmark = pytest.mark.integration
 
-OUTAGE = 20.0
+OUTAGE = 10.0
 
 
 def test_hdfs_restarted_under_a_flow_whose_lake_and_checkpoints_are_on_it(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from eventlake.secrets import MASK
 from eventlake.testing import free_port
 from tests.integration.cli_helpers import run_cli, write_config
 
@@ -112,7 +113,7 @@ def test_validate_and_config_show_mask_secrets(
     )
     assert shown.returncode == 0, shown.stderr
     assert "s3cret-value" not in shown.stdout
-    assert "sasl_password: '**********'" in shown.stdout
+    assert f"sasl_password: '{MASK}'" in shown.stdout
 
     valid = run_cli("--config", str(cfg), "validate", "orders")
     assert valid.returncode == 0, valid.stderr
