@@ -135,6 +135,7 @@ def measure_lateness(
     group = f"eventlake-lateness-{uuid.uuid4().hex[:8]}"
     sc = spark.sparkContext
     sc.setJobGroup(group, f"lateness of {ctx.query_name}", interruptOnCancel=True)
+
     def cancel() -> None:  # the group's running jobs and any it starts later
         sc._jsc.sc().cancelJobGroupAndFutureJobs(group, "metrics.lateness_timeout passed")
 
