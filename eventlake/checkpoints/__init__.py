@@ -8,13 +8,20 @@ from eventlake.checkpoints.fingerprint import (
     read_fingerprint,
     write_fingerprint,
 )
-from eventlake.checkpoints.log import BatchRead, CheckpointLog, ensure_stream_id, stream_id
+from eventlake.checkpoints.log import (
+    BatchRead,
+    CheckpointLog,
+    OffsetsEntry,
+    ensure_stream_id,
+    stream_id,
+)
 
 __all__ = [
     "FINGERPRINT",
     "BatchRead",
     "CheckpointLog",
     "Fingerprint",
+    "OffsetsEntry",
     "ensure_stream_id",
     "read_fingerprint",
     "stream_id",

@@ -56,6 +56,19 @@ def ensure_stream_id(checkpoint: Location | Path) -> str:
 
 
 @dataclass(frozen=True)
+class OffsetsEntry:
+    """One planned batch's offsets entry, as Spark logged it."""
+
+    #: When the batch was planned (epoch ms); a replay keeps the first plan's.
+    planned_ms: int
+    #: The event-time watermark the batch ran with (epoch ms; 0: none yet).
+    watermark_ms: int
+    #: Where each source ends (Kafka: ``{topic: {partition: next offset}}``; None for a
+    #: source with no offset yet).
+    sources: list[Any]
+
+
+@dataclass(frozen=True)
 class BatchRead:
     """What one planned micro-batch of a Kafka-fed query read, from its offsets entry."""
 
@@ -99,9 +112,9 @@ class CheckpointLog:
         last = planned[-1]
         return None if last == self.last_committed else last
 
-    def _entry(self, batch: int) -> tuple[dict[str, Any], list[Any]]:
-        """Batch ``batch``'s offsets entry: its metadata and each source's end offsets;
-        EL-CHECKPOINT-003 when the file is not what Spark writes (truncated, edited)."""
+    def entry(self, batch: int) -> OffsetsEntry:
+        """Batch ``batch``'s offsets entry, read once; EL-CHECKPOINT-003 when the file is
+        not what Spark writes (truncated, edited)."""
         entry = self.root / "offsets" / str(batch)
         lines = filesystem(entry).read_text(entry).splitlines()
         try:
@@ -117,20 +130,22 @@ class CheckpointLog:
                 f"{entry} is not an offsets entry Spark wrote ({exc}): the checkpoint "
                 f"{self.root} cannot resume.",
             ) from None
-        return meta, ends
+        return OffsetsEntry(
+            int(meta["batchTimestampMs"]), int(meta.get("batchWatermarkMs", 0)), ends
+        )
 
     def planned_ms(self, batch: int) -> int:
         """When batch ``batch`` was planned (epoch ms); a replay keeps the first plan's."""
-        return int(self._entry(batch)[0]["batchTimestampMs"])
+        return self.entry(batch).planned_ms
 
     def watermark_ms(self, batch: int) -> int:
         """The event-time watermark batch ``batch`` ran with (0: none yet)."""
-        return int(self._entry(batch)[0].get("batchWatermarkMs", 0))
+        return self.entry(batch).watermark_ms
 
     def sources(self, batch: int) -> list[Any]:
         """Where each source ends in batch ``batch``, as Spark logged it (Kafka:
         ``{topic: {partition: next offset}}``; None for a source with no offset yet)."""
-        return self._entry(batch)[1]
+        return self.entry(batch).sources
 
     def source_offsets(self, batch: int, source: int = 0) -> Any:
         """Where source number ``source`` ends in batch ``batch``, as Spark logged it."""
@@ -145,12 +160,13 @@ class CheckpointLog:
         for batch in self.planned:
             if through is not None and batch > through:
                 break
+            entry = self.entry(batch)
             ends = {
                 (topic, int(p)): int(end)
-                for topic, parts in (self.source_offsets(batch, source) or {}).items()
+                for topic, parts in (entry.sources[source] or {}).items()
                 for p, end in parts.items()
             }
             ranges = {tp: (done.get(tp, 0), end) for tp, end in ends.items()}
             done.update(ends)
-            reads.append(BatchRead(batch, self.watermark_ms(batch), ranges))
+            reads.append(BatchRead(batch, entry.watermark_ms, ranges))
         return reads

@@ -77,10 +77,11 @@ def inspect_checkpoint(config: FlowConfig, *, last: int = 10) -> CheckpointRepor
     fs = filesystem(cp)
     entries = []
     for batch in planned[-last:]:
+        entry = log.entry(batch)
         entries.append(BatchEntry(
             batch=batch,
-            sources=[{"kind": source_kind(s), "offset": s} for s in log.sources(batch)],
-            watermark_ms=log.watermark_ms(batch),
+            sources=[{"kind": source_kind(s), "offset": s} for s in entry.sources],
+            watermark_ms=entry.watermark_ms,
             committed=batch in committed,
             planned_at=fs.modified(cp / "offsets" / str(batch)),
             committed_at=fs.modified(cp / "commits" / str(batch)),

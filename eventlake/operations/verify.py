@@ -116,13 +116,16 @@ def verify_flow(
     except NotImplementedError as exc:
         fix = "verify flows whose input replays from its checkpoint's offsets"
         raise _refused(name, f"its input cannot be replayed: {exc}", fix) from None
-    thresholds = spark.createDataFrame(
-        [(n, log.watermark_ms(n - 1) if n > 0 else NO_WATERMARK) for n in range(last + 1)],
-        f"{REPLAYED_BATCH} INT, _threshold LONG",
-    )
-
-    # A Kafka input's rows are judged by partition and offset against each batch's ranges.
-    batches = [] if REPLAYED_BATCH in source.columns else _batch_ranges(log, last)
+    # A Kafka input's rows are judged by partition and offset against each batch's ranges;
+    # a replayed Delta input's by the batch that read them (REPLAYED_BATCH).
+    by_batch = REPLAYED_BATCH in source.columns
+    if by_batch:
+        thresholds = spark.createDataFrame(
+            [(n, log.watermark_ms(n - 1) if n > 0 else NO_WATERMARK) for n in range(last + 1)],
+            f"{REPLAYED_BATCH} INT, _threshold LONG",
+        )
+    else:
+        batches = _batch_ranges(log, last)
     late_counts: list[DataFrame] = []
     _batch_transform(spec, ctx, source)  # how the watermarked rows are grouped, if they are
     calls = ctx.watermarks.calls
@@ -139,11 +142,12 @@ def verify_flow(
 
     def on_time(df: DataFrame, column: str, delay: str) -> DataFrame:
         kafka_keys: list[str] = [c for c in ("topic", "partition", "offset") if c in df.columns]
-        if REPLAYED_BATCH in df.columns:  # the input told which batch read each row
-            judged = df.join(F.broadcast(thresholds), REPLAYED_BATCH, "left")
-        elif {"partition", "offset"} <= set(df.columns) and batches:
+        positioned = {"partition", "offset"} <= set(kafka_keys)
+        if not by_batch and positioned:
             judged = _judged(spark, df, batches)
-        elif {"partition", "offset"} <= set(kafka_keys) and REPLAYED_BATCH in source.columns:
+        elif by_batch and REPLAYED_BATCH in df.columns:
+            judged = df.join(F.broadcast(thresholds), REPLAYED_BATCH, "left")
+        elif by_batch and positioned:
             # Bronze's Kafka coordinates survived where the batch column did not: each
             # names one upstream row, and so the batch that read it.
             read_by = source.select(*kafka_keys, REPLAYED_BATCH).dropDuplicates(kafka_keys)
@@ -153,8 +157,7 @@ def verify_flow(
                 .drop(REPLAYED_BATCH)
             )
         else:
-            keep = (f"keep `{REPLAYED_BATCH}`" if REPLAYED_BATCH in source.columns
-                    else "keep `partition` and `offset`")  # fmt: skip
+            keep = f"keep `{REPLAYED_BATCH}`" if by_batch else "keep `partition` and `offset`"
             raise _refused(name, "its rows lose what tells which batch read them before "
                            "the watermark", f"{keep} up to ctx.with_watermark")  # fmt: skip
         mark = next(marks, None) or WatermarkCall(df, column, delay, df)

@@ -65,10 +65,13 @@ def idle_seconds(kafka: KafkaSettings, topics: list[str], checkpoint: str) -> fl
 
     flow_log = CheckpointLog(Location(checkpoint))
     last = flow_log.last_committed
-    if last is None or flow_log.watermark_ms(last) <= 0:
+    if last is None:
+        return None
+    entry = flow_log.entry(last)
+    if entry.watermark_ms <= 0:
         return None
     processed: dict[str, dict[int, int]] = {}
-    for source in flow_log.sources(last):
+    for source in entry.sources:
         processed.update(parse_kafka_offsets(source))
     lags = kafka_lag(kafka, topics, processed, timeout=5.0)
     if not lags or any(lag.records for lag in lags):

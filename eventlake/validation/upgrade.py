@@ -107,12 +107,13 @@ def verdict(
     log = CheckpointLog(flow.checkpoint)
     planned = log.planned
     if planned:
-        held = len(log.sources(planned[-1]))
+        sources = log.sources(planned[-1])
+        held = len(sources)
         reads = sum(1 for n in tree.walk() if n.name.startswith("StreamingRelation"))
         if reads and held != reads:  # e.g. idle_timeout's heartbeat source added or removed
             blocked.append(f"the query reads {reads} source(s), its checkpoint has offsets "
                            f"of {held}")  # fmt: skip
-        elif _rate_heartbeat(log.sources(planned[-1])) and flow.ctx.params.idle_timeout:
+        elif _rate_heartbeat(sources) and flow.ctx.params.idle_timeout:
             blocked.append("its idle_timeout heartbeats were Spark's rate source, now the "
                            "eventlake_heartbeat source")  # fmt: skip
     if state is not None:
