@@ -15,34 +15,19 @@ from typing import Any
 
 import pytest
 import yaml
-from pyspark.sql import DataFrame
 
 from eventlake.config.model import MetricsSettings
-from eventlake.connectors import DeltaOutput, KafkaInput
 from eventlake.errors import EventlakeError
 from eventlake.kafka import produce
-from eventlake.pipelines import Pipeline
 from eventlake.testing import running_pipeline, settings_for, wait_until
 from eventlake.testing.tls import make_tls_files
 from tests.integration.cli_helpers import run_cli, write_config
+from tests.integration.guarded_pipeline import guarded
 
 pytestmark = pytest.mark.integration
 
 TOKEN = "s3cret-for-the-test-only"
-
-
-def _pipeline() -> Pipeline:
-    p = Pipeline("guarded")
-
-    @p.flow(input=KafkaInput(), output=DeltaOutput("silver", "events"))
-    def deduplicated(ctx: Any, df: DataFrame) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        e = F.from_json(F.col("value").cast("string"), "id STRING, ts TIMESTAMP").alias("e")
-        events = df.select(e, "partition", "offset").select("e.*", "partition", "offset")
-        return ctx.with_watermark(events, "ts", "5 minutes").dropDuplicatesWithinWatermark(["id"])
-
-    return p
+GUARDED_MODULE = Path(__file__).parent / "guarded_pipeline.py"
 
 
 def _request(
@@ -67,7 +52,7 @@ def test_an_endpoint_off_loopback_without_a_token_is_refused_before_spark_starts
 ) -> None:
     settings = settings_for(tmp_path, "127.0.0.1:1", guarded={"topic": "t"})
     exposed = settings.model_copy(update={"metrics": MetricsSettings(host="0.0.0.0")})
-    with pytest.raises(EventlakeError) as refused, running_pipeline(_pipeline(), exposed):
+    with pytest.raises(EventlakeError) as refused, running_pipeline(guarded, exposed):
         pass
     assert refused.value.code == "EL-MONITOR-002"
     assert "metrics.token" in refused.value.render()
@@ -90,7 +75,7 @@ def test_token_tls_bounded_lateness_and_cached_status(
     settings = settings_for(tmp_path, bootstrap, guarded={"topic": topic}).model_copy(
         update={"metrics": metrics}
     )
-    with running_pipeline(_pipeline(), settings, trigger="1 second") as run:
+    with running_pipeline(guarded, settings, trigger="1 second") as run:
         assert run.url.startswith("https://127.0.0.1:")
         wait_until(lambda: run.status()["flows"][0]["last_batch"] is not None, timeout=120,
                    what="a first batch")  # fmt: skip
@@ -143,8 +128,6 @@ def test_token_tls_bounded_lateness_and_cached_status(
         assert "Exception" not in error["error"]
 
         # `eventlake status` reaches the live run with the config's token and certificate.
-        module = tmp_path / "guarded.py"
-        module.write_text(GUARDED)
         cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, guarded={"topic": topic})
         config = yaml.safe_load(cfg.read_text())
         key = tmp_path / "tls" / "broker.key"
@@ -152,30 +135,12 @@ def test_token_tls_bounded_lateness_and_cached_status(
                              "tls_cert": str(chain), "tls_key": str(key)}  # fmt: skip
         cfg.write_text(yaml.safe_dump(config))
         secret = {"EVENTLAKE_TEST_METRICS_TOKEN": TOKEN}
-        shown = run_cli("--config", str(cfg), "status", "guarded", "--module", str(module),
+        shown = run_cli("--config", str(cfg), "status", "guarded", "--module", str(GUARDED_MODULE),
                         "--format", "json", env=secret)  # fmt: skip
         assert shown.returncode == 0, shown.stderr
         record = json.loads(shown.stdout)
         assert record["source"].startswith("metrics endpoint")
         assert TOKEN not in shown.stdout + shown.stderr
-
-
-#: The same pipeline as a module, for the CLI.
-GUARDED = """
-from pyspark.sql import functions as F
-
-from eventlake.connectors import DeltaOutput, KafkaInput
-from eventlake.pipelines import Pipeline
-
-guarded = Pipeline("guarded")
-
-
-@guarded.flow(input=KafkaInput(), output=DeltaOutput("silver", "events"))
-def deduplicated(ctx, df):
-    e = F.from_json(F.col("value").cast("string"), "id STRING, ts TIMESTAMP").alias("e")
-    events = df.select(e, "partition", "offset").select("e.*", "partition", "offset")
-    return ctx.with_watermark(events, "ts", "5 minutes").dropDuplicatesWithinWatermark(["id"])
-"""
 
 
 def test_a_lateness_measure_past_its_time_bound_is_cancelled(
@@ -187,8 +152,8 @@ def test_a_lateness_measure_past_its_time_bound_is_cancelled(
     produce(bootstrap, topic, [("k", json.dumps({"id": "e", "ts": "2026-11-01T00:00:00"}))])
     settings = settings_for(tmp_path, bootstrap, guarded={"topic": topic})
     with pytest.raises(EventlakeError) as cancelled:
-        measure_lateness(_pipeline(), "deduplicated", settings, spark, timeout=0.05)
+        measure_lateness(guarded, "deduplicated", settings, spark, timeout=0.05)
     assert cancelled.value.code == "EL-LATENESS-003"
     # Unbounded, the same measure completes: it was the bound, not the flow.
-    [found] = measure_lateness(_pipeline(), "deduplicated", settings, spark)
+    [found] = measure_lateness(guarded, "deduplicated", settings, spark)
     assert found.records == 1

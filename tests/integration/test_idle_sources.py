@@ -11,31 +11,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from eventlake.checkpoints import CheckpointLog
-from eventlake.connectors import DeltaOutput, KafkaInput
-from eventlake.context import FlowContext
 from eventlake.kafka import produce
-from eventlake.pipelines import Pipeline
 from eventlake.testing import read_delta, running_pipeline, settings_for, wait_until
 from eventlake.validation.upgrade import upgrade_verdicts
+from tests.integration.quiet_pipeline import quiet
 
 pytestmark = pytest.mark.integration
 
-CLICK = "user STRING, ts TIMESTAMP"
 IDLE_SECONDS = 8
-
-quiet = Pipeline("quiet")
-
-
-@quiet.flow(input=KafkaInput(), output=DeltaOutput("gold", "clicks_10min"))
-def per_window(ctx: FlowContext, df: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    c = F.from_json(F.col("value").cast("string"), CLICK).alias("c")
-    rows = ctx.with_watermark(df.select(c).select("c.*"), "ts", "5 minutes")
-    return rows.groupBy(F.window("ts", "10 minutes"), "user").count()
 
 
 def test_windows_close_when_the_topic_goes_quiet(

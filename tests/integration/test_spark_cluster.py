@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,20 @@ from eventlake.generator import CdcConfig, CdcGenerator, send
 from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
 from eventlake.kafka import produce
 from eventlake.paths import SPARK_JARS, jar_files
-from eventlake.testing import read_delta, run_available_now, settings_for, unique_name
-from tests.integration.cli_helpers import run_cli, write_config
+from eventlake.testing import (
+    read_delta,
+    run_available_now,
+    settings_for,
+    unique_name,
+    wait_until,
+)
+from tests.integration.cli_helpers import cli_command, run_cli, write_config
 from tests.integration.test_users_pipeline import assert_matches
 
 pytestmark = pytest.mark.integration
 
 SHIPPED_MODULE = Path(__file__).parent / "shipped_pipeline.py"
+QUIET_MODULE = Path(__file__).parent / "quiet_pipeline.py"
 
 
 @pytest.fixture(scope="module")
@@ -260,23 +269,6 @@ def test_users_cdc_on_the_cluster_matches_the_independent_computation(
     assert_matches(tmp_path, records, postgres, table)
 
 
-QUIET = """
-from pyspark.sql import functions as F
-
-from eventlake.connectors import DeltaOutput, KafkaInput
-from eventlake.pipelines import Pipeline
-
-quiet = Pipeline("quiet")
-
-
-@quiet.flow(input=KafkaInput(), output=DeltaOutput("gold", "clicks_10min"))
-def per_window(ctx, df):
-    c = F.from_json(F.col("value").cast("string"), "user STRING, ts TIMESTAMP").alias("c")
-    rows = ctx.with_watermark(df.select(c).select("c.*"), "ts", "5 minutes")
-    return rows.groupBy(F.window("ts", "10 minutes"), "user").count()
-"""
-
-
 def test_idle_timeout_closes_windows_on_the_cluster(
     spark_cluster: SparkStandaloneCluster,
     executor_python: Path,
@@ -287,16 +279,10 @@ def test_idle_timeout_closes_windows_on_the_cluster(
     """The idle decision is the driver's (the run's watch and the heartbeat source's
     reader): executors whose Python has no eventlake and no view of the checkpoint run the
     windows, and the quiet topic's last windows close."""
-    from datetime import UTC, datetime, timedelta
-
-    from eventlake.testing import wait_until
-
     topic = make_topic(prefix="quiet-cluster")
     start = (datetime.now(UTC) - timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
     at = [start + timedelta(minutes=m) for m in (1, 2, 12)]
     produce(bootstrap, topic, [("u", json.dumps({"user": "u", "ts": t.isoformat()})) for t in at])
-    module = tmp_path / "quiet.py"
-    module.write_text(QUIET)
     params = {"topic": topic, "trigger": "1 second", "idle_timeout": "5 seconds"}
     config = cluster_config(tmp_path / "cluster.yaml", bootstrap, tmp_path, spark_cluster,
                             executor_python, quiet=params)  # fmt: skip
@@ -308,10 +294,9 @@ def test_idle_timeout_closes_windows_on_the_cluster(
         except Exception:  # not created yet
             return 0
 
-    from tests.integration.cli_helpers import cli_command
-
     proc = subprocess.Popen(
-        cli_command("--config", str(config), "run", "quiet", "--quiet", "--module", str(module)),
+        cli_command("--config", str(config), "run", "quiet", "--quiet",
+                    "--module", str(QUIET_MODULE)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -320,7 +305,7 @@ def test_idle_timeout_closes_windows_on_the_cluster(
         assert proc.poll() is None, proc.communicate()
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, 15)
+            os.killpg(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, out + err
     rows = read_delta(table).to_pylist()
