@@ -1,5 +1,6 @@
-# eventlake: `make demo` and `make test` install what they need (venv, pip, mvn jars) and
-# cache it between runs: the venv in .venv, the jars in .cache/jars, Maven's in ~/.m2.
+# eventlake: `make demo` and `make test` install what they need (venv, pip, jars, Debian
+# packages) and cache it between runs: the venv in .venv, the jars in the user's jar cache
+# (~/.cache/eventlake/jars, or EVENTLAKE_JARS_DIR), Maven's in ~/.m2.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -9,42 +10,37 @@ MVN := mvn -q -B -ntp
 PYTEST_ARGS ?=
 
 VENV_STAMP := $(VENV)/.eventlake-installed
-SPARK_JARS_STAMP := $(JARS)/spark/.resolved
-BROKER_JARS_STAMP := $(JARS)/kafka-broker/.resolved
-HDFS_JARS_STAMP := $(JARS)/hdfs-test/.resolved
 
-.PHONY: all install jars test-jars postgres test-tools demo test unit integration lint bench iceberg-probe clean distclean
+.PHONY: all install constraints jars test-jars lock-jars postgres test-tools demo test unit integration lint bench iceberg-probe clean distclean
 
 all: test
 
 install: $(VENV_STAMP)
 
-$(VENV_STAMP): pyproject.toml
+# constraints.txt: the exact versions this repository tests with (the package declares ranges).
+$(VENV_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-jars: $(SPARK_JARS_STAMP) $(BROKER_JARS_STAMP)
+# After a change of a dependency: the venv's exact versions become the constraints.
+constraints: $(VENV_STAMP)
+	{ sed -n '1,2p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^eventlake=='; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
-# Each set is copied afresh so a jar dropped from a pom never lingers on a classpath.
-$(SPARK_JARS_STAMP): jvm/spark/pom.xml
-	rm -rf $(JARS)/spark
-	$(MVN) -f jvm/spark/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/spark)
-	touch $@
-
-$(BROKER_JARS_STAMP): jvm/kafka-broker/pom.xml
-	rm -rf $(JARS)/kafka-broker
-	$(MVN) -f jvm/kafka-broker/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/kafka-broker)
-	touch $@
+# The JVM jars: eventlake's lock (eventlake/resources/jars.lock.json) downloaded from Maven
+# Central into the user's jar cache and checked, as any installed eventlake does it.
+jars: $(VENV_STAMP)
+	$(BIN)/eventlake jars fetch --set spark --set kafka-broker
 
 # Test only: Hadoop's MiniDFSCluster (the suite's HDFS), never on Spark's classpath.
-test-jars: $(HDFS_JARS_STAMP)
+test-jars: $(VENV_STAMP)
+	$(BIN)/eventlake jars fetch --set hdfs-test
 
-$(HDFS_JARS_STAMP): jvm/hdfs-test/pom.xml
-	rm -rf $(JARS)/hdfs-test
-	$(MVN) -f jvm/hdfs-test/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/hdfs-test)
-	touch $@
+# After a change to jvm/*/pom.xml: Maven resolves the poms, the lock is written anew.
+lock-jars: $(VENV_STAMP)
+	$(BIN)/python scripts/lock_jars.py
 
 # Debian's PostgreSQL server binaries (apt-get, only when none is installed).
 postgres:
@@ -74,21 +70,16 @@ integration: install jars test-jars postgres test-tools
 # Bench only: PyFlink and Quix Streams in their own venv, Flink's Kafka SQL connector jar.
 BENCH_VENV := .cache/bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
-FLINK_JARS_STAMP := $(JARS)/flink-bench/.resolved
 
 $(BENCH_STAMP): bench/requirements.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q -r bench/requirements.txt
 	touch $@
 
-$(FLINK_JARS_STAMP): jvm/flink-bench/pom.xml
-	rm -rf $(JARS)/flink-bench
-	$(MVN) -f jvm/flink-bench/pom.xml dependency:copy-dependencies -Djars.dir=$(abspath $(JARS)/flink-bench)
-	touch $@
-
 BENCH_ARGS ?=
 
-bench: install jars $(BENCH_STAMP) $(FLINK_JARS_STAMP)
+bench: install jars $(BENCH_STAMP)
+	$(BIN)/eventlake jars fetch --set flink-bench
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # Tries Maven Central's Iceberg Spark runtime on eventlake's Spark (docs/iceberg.md).

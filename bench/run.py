@@ -26,8 +26,8 @@ from typing import Any
 
 from bench.golden import Expected, events
 from bench.variants.eventlake_golden import write_config
+from eventlake.jars import FLINK_BENCH_JARS, jar_files
 from eventlake.kafka import EmbeddedKafkaBroker, create_topic, produce
-from eventlake.paths import jars_root
 from eventlake.testing import free_port
 
 HERE = Path(__file__).resolve().parent
@@ -62,7 +62,7 @@ def _variants(bootstrap: str, root: Path) -> dict[str, tuple[str, str, list[str]
         sets = [a for o in overrides for a in ("--set", o)]
         return [py, "-m", "bench.variants.eventlake_golden", str(config), *sets]
 
-    flink_jar = jars_root() / "flink-bench" / "flink-sql-connector-kafka-4.0.1-2.0.jar"
+    [flink_jar] = jar_files(FLINK_BENCH_JARS)
     return {
         "eventlake": ("eventlake", "as shipped (defaults)", eventlake("eventlake")),
         "eventlake-tuned": (

@@ -12,11 +12,22 @@ from __future__ import annotations
 
 import errno
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum
 from importlib import resources
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:
+
+    class StrEnum(str, Enum):
+        """Python 3.11's ``enum.StrEnum``: each member is its value, as text too."""
+
+        def __str__(self) -> str:
+            return str(self.value)
 
 
 class Category(StrEnum):
@@ -37,6 +48,7 @@ class ErrorCode(StrEnum):
     CONFIG_BAD_OVERRIDE = "EL-CONFIG-005"
     CONFIG_MISSING_ENV = "EL-CONFIG-006"
     JARS_MISSING = "EL-JARS-001"
+    JARS_FETCH_FAILED = "EL-JARS-002"
     JAVA_MISSING = "EL-JAVA-001"
     KAFKA_BROKER_START_FAILED = "EL-KAFKA-001"
     KAFKA_PORT_IN_USE = "EL-KAFKA-002"

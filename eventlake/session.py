@@ -27,7 +27,7 @@ from eventlake.cluster.standalone import (
 )
 from eventlake.config import Settings, SparkSettings
 from eventlake.errors import ErrorCode, EventlakeError, translate
-from eventlake.paths import SPARK_JARS, jar_files
+from eventlake.jars import SPARK_JARS, jar_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -289,7 +289,11 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
             return active
         _check_java()
         try:
-            conf = effective_conf(settings.spark, submitted_conf())
+            submitted = submitted_conf()
+            jars = None
+            if not (submitted or {}).get("spark.jars"):
+                jars = jar_files(SPARK_JARS, repository=settings.jars.repository)
+            conf = effective_conf(settings.spark, submitted, jars)
         except EventlakeError:
             raise
         except Exception as exc:

@@ -15,7 +15,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from eventlake.config import Settings
-from eventlake.paths import SPARK_JARS, jar_files
+from eventlake.jars import SPARK_JARS, jar_files
 from eventlake.session import spark_conf
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.paths import SPARK_JARS, jar_files
+from eventlake.jars import SPARK_JARS, jar_files
 
 SCHEMA = "user_id STRING, event_id STRING, event_type STRING, page STRING, event_time TIMESTAMP"
 

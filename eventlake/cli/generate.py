@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
 
 import typer
@@ -37,7 +37,7 @@ def orders(
     duplicate_fraction: Fraction = 0.0,
     malformed_fraction: Fraction = 0.0,
     start: Annotated[
-        str | None, typer.Option(help="Event time of the first order (ISO-8601, UTC).")
+        str | None, typer.Option(help="Event time of the first order (ISO-8601, timezone.utc).")
     ] = None,
     partitions: Annotated[int, typer.Option(min=1, help="Partitions if created.")] = 3,
     bootstrap_servers: Annotated[str | None, typer.Option()] = None,
@@ -54,7 +54,7 @@ def orders(
     first = datetime.fromisoformat(start.replace("Z", "+00:00")) if start else DEFAULT_START
     config = OrdersConfig(
         seed=seed,
-        start=first if first.tzinfo else first.replace(tzinfo=UTC),
+        start=first if first.tzinfo else first.replace(tzinfo=timezone.utc),
         late_fraction=late_fraction,
         late_delay=timedelta(seconds=parse_duration(late_delay, what="--late-delay").seconds),
         out_of_order_fraction=out_of_order_fraction,

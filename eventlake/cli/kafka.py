@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from eventlake.cli.state import CliState
+from eventlake.jars import BROKER_JARS, jar_files
 from eventlake.kafka import EmbeddedKafkaBroker, EmbeddedKafkaCluster, create_topic
 from eventlake.kafka.broker import DEFAULT_PORT, BrokerStatus
 
@@ -37,10 +39,12 @@ def _nodes(port: int, data_dir: Path | None, brokers: int) -> EmbeddedKafkaClust
 
 
 @kafka_app.command()
-def start(port: PortOpt = DEFAULT_PORT, data_dir: DataDirOpt = None,
+def start(ctx: typer.Context, port: PortOpt = DEFAULT_PORT, data_dir: DataDirOpt = None,
           brokers: BrokersOpt = 1) -> None:  # fmt: skip
     """Start a KRaft broker (or --brokers N of them) in the background; returns once
     each answers."""
+    state: CliState = ctx.obj
+    jar_files(BROKER_JARS, repository=state.settings().jars.repository)  # the first start
     cluster = _nodes(port, data_dir, brokers)
     if cluster is not None:
         for s in cluster.start():

@@ -13,6 +13,7 @@ from rich.markup import escape
 from eventlake.cli.cluster import cluster_app
 from eventlake.cli.connectors import connectors
 from eventlake.cli.generate import generate_app
+from eventlake.cli.jars import jars_app
 from eventlake.cli.kafka import kafka_app
 from eventlake.cli.operations import checkpoint_app, lateness, status, upgrade_check, verify
 from eventlake.cli.pipelines import list_pipelines, run, validate
@@ -31,6 +32,7 @@ app.add_typer(kafka_app, name="kafka")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(generate_app, name="generate")
 app.add_typer(postgres_app, name="postgres")
+app.add_typer(jars_app, name="jars")
 app.command("list")(list_pipelines)
 app.command("run")(run)
 app.command("validate")(validate)

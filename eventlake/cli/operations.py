@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
 import typer
@@ -54,7 +54,7 @@ def _when(epoch: float | None, *, short: bool = False) -> str:
     ago = f"{time.time() - epoch:.0f}s ago"
     if short:
         return ago
-    return f"{datetime.fromtimestamp(epoch, UTC).strftime('%Y-%m-%d %H:%M:%SZ')} ({ago})"
+    return f"{datetime.fromtimestamp(epoch, timezone.utc).strftime('%Y-%m-%d %H:%M:%SZ')} ({ago})"
 
 
 def _live_status(settings: Settings, registry: Registry, name: str) -> dict[str, Any] | None:

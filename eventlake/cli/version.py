@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 from importlib.metadata import PackageNotFoundError, requires, version
 
-from eventlake.errors import EventlakeError
-from eventlake.paths import BROKER_JARS, SPARK_JARS, jar_files
+from eventlake.jars import (
+    BROKER_JARS,
+    JARS_DIR_ENV,
+    REPOSITORY_ENV,
+    SPARK_JARS,
+    cache_dir,
+    locked,
+    missing,
+    repository_url,
+)
+from eventlake.secrets import mask_text
 
 #: Jars worth naming: what Spark loads by path, and the broker's Kafka.
 KEY_JARS = {
@@ -16,12 +26,11 @@ KEY_JARS = {
     BROKER_JARS: ("kafka-server", "kafka-clients"),
 }  # fmt: skip
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9_.\-]+)")
-_JAR_VERSION = re.compile(r"-(\d+(?:\.\d+)+[^-]*)\.jar$")
 
 
 def stack() -> list[tuple[str, str]]:
-    """(component, version or where it is) for eventlake, Python, its pinned Python
-    dependencies and the key jars."""
+    """(component, version or where it is) for eventlake, Python, its Python dependencies,
+    the key jars of the lock, and where the jars come from."""
     rows = [("eventlake", version("eventlake")), ("python", platform.python_version())]
     for requirement in requires("eventlake") or []:
         if "extra ==" in requirement:
@@ -35,11 +44,14 @@ def stack() -> list[tuple[str, str]]:
         except PackageNotFoundError:
             rows.append((name, "not installed"))
     for kind, artifacts in KEY_JARS.items():
-        try:
-            jars = [j.name for j in jar_files(kind)]
-        except EventlakeError:
-            rows.append((f"jars ({kind})", "missing: run `make jars`"))
-            continue
-        found = {_JAR_VERSION.sub("", jar): jar.removesuffix(".jar") for jar in jars}
-        rows.extend((f"jar ({kind})", found[a]) for a in artifacts if a in found)
+        jars = {jar.artifact: jar for jar in locked(kind)}
+        rows.extend((f"jar ({kind})", jars[a].coordinates) for a in artifacts if a in jars)
+    env = " (EVENTLAKE_JARS_DIR)" if os.environ.get(JARS_DIR_ENV) else ""
+    rows.append(("jar cache", f"{cache_dir()}{env}"))
+    source = " (EVENTLAKE_MAVEN_REPOSITORY)" if os.environ.get(REPOSITORY_ENV) else ""
+    rows.append(("jar repository", f"{mask_text(repository_url())}{source}"))
+    for kind in KEY_JARS:
+        lacking, total = len(missing([kind])), len(locked(kind))
+        state = "cached" if not lacking else f"{lacking} to download on first use"
+        rows.append((f"jars ({kind})", f"{total} locked, {state}"))
     return rows

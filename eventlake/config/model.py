@@ -217,6 +217,14 @@ class RestartSettings(_Section):
     finite_attempts: int = Field(default=3, ge=0)
 
 
+class JarSettings(_Section):
+    """Where the locked JVM jars are downloaded from on first use."""
+
+    #: A Maven repository mirroring Maven Central (``https://user:pass@host/maven2``);
+    #: unset: ``EVENTLAKE_MAVEN_REPOSITORY``, else Maven Central.
+    repository: str | None = None
+
+
 class LogSettings(_Section):
     """Where Spark's, the JVM's and libraries' own output goes (not the console)."""
 
@@ -235,6 +243,7 @@ class Settings(_Section):
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+    jars: JarSettings = Field(default_factory=JarSettings)
     #: Every pipeline's restart strategy, unless its section sets ``restart``.
     restart: RestartSettings = Field(default_factory=RestartSettings)
     pipelines: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 
+from eventlake.errors import StrEnum
 from eventlake.triggers import is_micro_batch, is_real_time
 
 

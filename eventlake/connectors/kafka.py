@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from eventlake.connectors.base import BatchContext, Input, Output, Prepare, Target
@@ -144,7 +144,7 @@ def _starts_or_bounds(option: str) -> bool:
 
 def epoch_millis(when: datetime) -> int:
     """Milliseconds since the epoch; a time without a zone is UTC."""
-    aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    aware = when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
     return int(aware.timestamp() * 1000)
 
 

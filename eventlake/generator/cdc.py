@@ -17,12 +17,12 @@ import random
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from eventlake.generator.base import GeneratedRecord
 
-DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
+DEFAULT_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 COUNTRIES = ("DE", "FR", "NL", "SE", "US", "BR", "IN", "JP")
 TIERS = ("free", "pro", "team", "enterprise")
 FIRST = ("Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia")

@@ -14,12 +14,12 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from eventlake.generator.base import GeneratedRecord
 
-DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
+DEFAULT_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def iso(ts: datetime) -> str:

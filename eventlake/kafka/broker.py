@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.jars import BROKER_JARS, jar_files
 from eventlake.kafka.admin import list_topics
-from eventlake.paths import BROKER_JARS, jar_files, state_dir
+from eventlake.paths import state_dir
 from eventlake.processes import HOST, ManagedProcess, free_port, java_executable, port_open
 
 DEFAULT_PORT = 9092
@@ -112,7 +113,7 @@ class EmbeddedKafkaBroker:
             marker=str(self._config_file),
             log_file=self.data_dir / "logs" / "stdout.log",
             failed=ErrorCode.KAFKA_BROKER_START_FAILED,
-            fix=f"read {self.log_file}; `make jars` if classes are missing",
+            fix=f"read {self.log_file}; `eventlake jars fetch` if classes are missing",
         )
 
     @property

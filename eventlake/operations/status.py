@@ -161,9 +161,10 @@ def _output_rows(config: FlowConfig, spec: FlowSpec) -> dict[str, int | None]:
 
 def iso_from_ms(ms: int) -> str:
     """Milliseconds since the epoch as Spark prints a watermark (``...T00:10:00.000Z``)."""
-    from datetime import UTC, datetime
+    from datetime import datetime, timezone
 
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    when = datetime.fromtimestamp(ms / 1000, timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def pipeline_status(

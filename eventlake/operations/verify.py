@@ -25,7 +25,7 @@ extra).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 class Verification:
     flow: str
     batch_id: int
-    #: The watermark of the last committed batch (ISO, UTC), None without one.
+    #: The watermark of the last committed batch (ISO, timezone.utc), None without one.
     watermark: str | None
     expected_rows: int
     output_rows: int
@@ -226,7 +226,7 @@ def _watermarked_outside_the_context(
 
 
 def _iso(ms: int) -> str | None:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat() if ms > 0 else None
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat() if ms > 0 else None
 
 
 def _batch_ranges(log: CheckpointLog, last: int) -> list[tuple[str, int, int, int, int]]:

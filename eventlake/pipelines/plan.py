@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict
+
+from typing_extensions import Unpack
 
 from eventlake.checkpoints import Fingerprint
 from eventlake.config import Settings

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.paths import HDFS_TEST_JARS, jar_files
+from eventlake.jars import HDFS_TEST_JARS, jar_files
 from eventlake.processes import HOST, ManagedProcess, free_port, java_executable, port_open
 
 MAIN = "org.apache.hadoop.test.MiniDFSClusterManager"

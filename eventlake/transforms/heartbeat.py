@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +116,7 @@ class HeartbeatReader(SimpleDataSourceStreamReader):
 
 
 def _instant(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, UTC)
+    return datetime.fromtimestamp(ms / 1000, timezone.utc)
 
 
 class HeartbeatSource(DataSource):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING
+
+from typing_extensions import Unpack
 
 from eventlake.config import Settings
 from eventlake.errors import Category, ErrorCode, EventlakeError

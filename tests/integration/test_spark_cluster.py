@@ -24,8 +24,8 @@ from eventlake.cluster.standalone import UI_PORT_CONF, spark_home
 from eventlake.config import PostgresSettings
 from eventlake.generator import CdcConfig, CdcGenerator, send
 from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
+from eventlake.jars import SPARK_JARS, jar_files
 from eventlake.kafka import produce
-from eventlake.paths import SPARK_JARS, jar_files
 from eventlake.testing import (
     read_delta,
     run_available_now,

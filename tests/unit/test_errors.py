@@ -41,7 +41,7 @@ def test_the_table_supplies_expected_and_fix() -> None:
     err = EventlakeError(ErrorCode.JARS_MISSING, "no jars here")
     assert err.expected == CODES[ErrorCode.JARS_MISSING].expected
     assert err.fix is not None
-    assert "make jars" in err.fix
+    assert "eventlake jars fetch" in err.fix
     specific = EventlakeError(ErrorCode.JARS_MISSING, "x", fix="do this")
     assert specific.fix == "do this"
 

@@ -23,7 +23,7 @@ def _module_name(path: Path) -> str:
 LAYERS: list[tuple[str, ...]] = [
     ("secrets",),
     ("errors",),
-    ("durations", "storage", "paths", "processes", "state"),
+    ("durations", "storage", "paths", "processes", "state", "jars"),
     ("triggers", "kafka"),
     ("config",),
     ("postgres", "checkpoints", "generator"),

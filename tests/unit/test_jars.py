@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyspark
 
-from eventlake.paths import BROKER_JARS, HDFS_TEST_JARS, SPARK_JARS, jar_files
+from eventlake.jars import BROKER_JARS, HDFS_TEST_JARS, SPARK_JARS, jar_files
 
 _VERSION = re.compile(r"-\d+(\.\d+)+[^-]*(-[A-Za-z0-9.]+)?\.jar$")
 

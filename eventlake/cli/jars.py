@@ -1,0 +1,73 @@
+"""`eventlake jars fetch | path`: the locked JVM jars, downloaded ahead of use or listed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn
+
+from eventlake.cli.state import CliState
+from eventlake.jars import (
+    BROKER_JARS,
+    SPARK_JARS,
+    LockedJar,
+    cache_dir,
+    fetch,
+    jar_files,
+    locked_sets,
+    missing,
+    repository_url,
+)
+from eventlake.secrets import mask_text
+
+jars_app = typer.Typer(
+    help="The JVM jars Spark and the broker load: locked, downloaded once, verified.",
+    no_args_is_help=True,
+)
+SetsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="A jar set of the lock (repeatable; default: spark, kafka-broker)."),
+]
+
+
+@jars_app.command("fetch")
+def fetch_jars(ctx: typer.Context, sets: SetsOpt = None) -> None:
+    """Download the sets' jars the cache lacks from the Maven repository, each checked
+    against eventlake's lock (for an offline image: with EVENTLAKE_JARS_DIR set)."""
+    state: CliState = ctx.obj
+    kinds = sets or [SPARK_JARS, BROKER_JARS]
+    repository = state.settings().jars.repository
+    needed = missing(kinds)
+    console = Console(stderr=True)
+    if needed:
+        total = sum(j.size for j in needed)
+        where = mask_text(repository_url(repository))
+        with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                      console=console, transient=not console.is_terminal) as bar:  # fmt: skip
+            task: TaskID = bar.add_task(f"{len(needed)} jars from {where}", total=total)
+            done: dict[str, int] = {}
+
+            def advance(jar: LockedJar, received: int, _size: int) -> None:
+                done[jar.relative_path] = received
+                bar.update(task, completed=sum(done.values()))
+
+            fetch(kinds, repository=repository, progress=advance)
+    count = sum(len(locked_sets()[k]) for k in kinds)
+    typer.echo(f"{', '.join(kinds)}: {count} jars in {cache_dir()} "
+               f"({len(needed)} downloaded, {count - len(needed)} already there)")  # fmt: skip
+
+
+@jars_app.command("path")
+def jars_path(
+    ctx: typer.Context,
+    sets: SetsOpt = None,
+    separator: Annotated[str, typer.Option("--separator", help="Between paths.")] = ",",
+) -> None:
+    """Print the sets' jar files (downloaded first if missing), for spark-submit --jars."""
+    state: CliState = ctx.obj
+    repository = state.settings().jars.repository
+    kinds = sets or [SPARK_JARS]
+    paths = [str(p) for kind in kinds for p in jar_files(kind, repository=repository)]
+    typer.echo(separator.join(dict.fromkeys(paths)))
