@@ -138,7 +138,7 @@ def run_demo(
     try:
         create_topic(broker.bootstrap_servers, params["topic"], partitions=3)
         create_topic(broker.bootstrap_servers, params["high_value_topic"], partitions=1)
-        registry = load_pipelines()
+        registry = load_pipelines(examples=True)
         listener = ProgressListener(console)
         summary = DemoSummary(produced=Counter(), lake=demo.lake.root.path)
         generator = OrdersGenerator(

@@ -17,7 +17,7 @@ from eventlake.operations.late_rows import LateKeeper
 from eventlake.operations.run_monitor import RunMonitor
 from eventlake.operations.server import check_exposure, tls_context
 from eventlake.pipelines.api import Pipeline, Registry
-from eventlake.pipelines.loader import load_pipelines
+from eventlake.pipelines.loader import project_pipelines
 from eventlake.pipelines.plan import Plan, build_plan, check_flow_names
 from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topics
 from eventlake.scope import RunScope
@@ -55,7 +55,7 @@ def run_pipeline(
     ``/api/status`` and the dashboard while the run lasts; ``on_serve`` gets its URL.
     """
     if isinstance(pipeline, str):
-        registry = registry if registry is not None else load_pipelines(modules)
+        registry = registry if registry is not None else project_pipelines(settings, modules)
         pipeline = registry.get(pipeline)
     check_flow_names(pipeline, flows)
     port = metrics_port if metrics_port is not None else settings.metrics.port

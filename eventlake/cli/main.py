@@ -13,6 +13,7 @@ from rich.markup import escape
 from eventlake.cli.cluster import cluster_app
 from eventlake.cli.connectors import connectors
 from eventlake.cli.generate import generate_app
+from eventlake.cli.init import init
 from eventlake.cli.jars import jars_app
 from eventlake.cli.kafka import kafka_app
 from eventlake.cli.operations import checkpoint_app, lateness, status, upgrade_check, verify
@@ -33,6 +34,7 @@ app.add_typer(cluster_app, name="cluster")
 app.add_typer(generate_app, name="generate")
 app.add_typer(postgres_app, name="postgres")
 app.add_typer(jars_app, name="jars")
+app.command("init")(init)
 app.command("list")(list_pipelines)
 app.command("run")(run)
 app.command("validate")(validate)
@@ -88,11 +90,11 @@ def config_show(ctx: typer.Context) -> None:
     """Print the effective configuration (defaults filled in), secrets masked."""
     import yaml
 
-    from eventlake.pipelines.loader import load_pipelines
+    from eventlake.pipelines.loader import project_pipelines
 
     state: CliState = ctx.obj
     settings = state.settings()
-    registry = load_pipelines()
+    registry = project_pipelines(settings)
     data = settings.model_dump(mode="json")
     data["pipelines"] = {
         name: registry.get(name).parse_params(settings.pipelines.get(name)).model_dump(mode="json")

@@ -15,7 +15,7 @@ from eventlake.cli.state import CliState
 from eventlake.config import Settings
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.api import Registry
-from eventlake.pipelines.loader import load_pipelines
+from eventlake.pipelines.loader import project_pipelines
 from eventlake.pipelines.plan import Plan, dependency_order
 from eventlake.validation import Report
 
@@ -26,10 +26,10 @@ ModuleOpt = Annotated[
 
 
 def load_registry(state: CliState, modules: list[Path] | None) -> tuple[Settings, Registry]:
-    """The CLI's settings and the pipelines its ``--module`` files (and the shipped ones)
-    declare."""
+    """The CLI's settings and the project's pipelines: ``project.modules``, the
+    ``--module`` files, and the examples if the project opts in."""
     settings = state.settings()
-    registry = load_pipelines(modules or ())
+    registry = project_pipelines(settings, modules or ())
     unknown = sorted(set(settings.pipelines) - set(registry.names()))
     if unknown:
         raise EventlakeError(
@@ -37,7 +37,7 @@ def load_registry(state: CliState, modules: list[Path] | None) -> tuple[Settings
             f"unknown config key(s): {', '.join('pipelines.' + u for u in unknown)} "
             "(no such pipeline).",
             expected=f"sections for known pipelines: {', '.join(registry.names())}",
-            fix="correct the pipeline name, or load its module with --module",
+            fix="correct the pipeline name, or name its module in project.modules (or --module)",
         )
     return settings, registry
 

@@ -134,4 +134,5 @@ def load_settings(path: Path | None = None, overrides: Iterable[str] = ()) -> Se
         data = loaded
     for override in overrides:
         apply_override(data, override)
-    return settings_from_dict(data, source=source)
+    settings = settings_from_dict(data, source=source)
+    return settings.with_base_dir(chosen.parent if chosen is not None else Path.cwd())

@@ -217,6 +217,18 @@ class RestartSettings(_Section):
     finite_attempts: int = Field(default=3, ge=0)
 
 
+class ProjectSettings(_Section):
+    """What the project is made of: its pipeline modules, and whether eventlake's example
+    pipelines are loaded beside them."""
+
+    #: Python files declaring the project's pipelines: globs relative to the config file's
+    #: folder (``pipelines/*.py``), loaded by every command without ``--module``.
+    modules: tuple[str, ...] = ()
+    #: eventlake's example pipelines (orders, users, clickstream, ads, sensors, alerts).
+    #: A project pipeline of the same name wins over an example.
+    examples: bool = False
+
+
 class JarSettings(_Section):
     """Where the locked JVM jars are downloaded from on first use."""
 
@@ -236,6 +248,7 @@ class LogSettings(_Section):
 class Settings(_Section):
     #: Marks a production config: warnings about local or temporary storage apply.
     production: bool = False
+    project: ProjectSettings = Field(default_factory=ProjectSettings)
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     lake: LakeSettings = Field(default_factory=LakeSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
@@ -248,6 +261,22 @@ class Settings(_Section):
     restart: RestartSettings = Field(default_factory=RestartSettings)
     pipelines: dict[str, dict[str, Any]] = Field(default_factory=dict)
     _from_secret_env: tuple[str, ...] = PrivateAttr(default=())
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    def with_base_dir(self, base: Path) -> Settings:
+        """These settings, read from a config file in ``base`` (relative module globs)."""
+        self._base_dir = base.absolute()
+        return self
+
+    def project_modules(self) -> list[Path]:
+        """The files ``project.modules`` names, each once, in glob order."""
+        base = self._base_dir or Path.cwd()
+        found: dict[Path, None] = {}
+        for pattern in self.project.modules:
+            anchored = Path(pattern) if Path(pattern).is_absolute() else base / pattern
+            matches = sorted(Path(anchored.anchor).glob(str(anchored.relative_to(anchored.anchor))))
+            found.update(dict.fromkeys(m for m in matches if m.suffix == ".py"))
+        return list(found)
 
     def with_secret_env(self, values: tuple[str, ...]) -> Settings:
         """These settings, knowing which values came from secret environment variables."""

@@ -1,4 +1,5 @@
-"""Finding pipelines: the shipped ones, installed entry points, and users' own files.
+"""Finding pipelines: a project's own files, installed entry points, and eventlake's
+examples when the project opts in.
 
 Each load collects the pipelines into a registry of its own: nothing is global, so two
 loads (or two tests) never see each other's pipelines.
@@ -13,12 +14,16 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.api import Pipeline, Registry, registration
 
+if TYPE_CHECKING:
+    from eventlake.config import Settings
+
 ENTRY_POINT_GROUP = "eventlake.pipelines"
-REFERENCE_PACKAGE = "eventlake.reference"
+EXAMPLES_PACKAGE = "eventlake.reference"
 #: Users' files are imported as ``eventlake_user_<stem>_<hash of the path>``.
 USER_MODULE_PREFIX = "eventlake_user_"
 
@@ -54,17 +59,18 @@ def load_module(path: Path) -> ModuleType:
     return module
 
 
-def _reference_modules() -> list[ModuleType]:
-    package = importlib.import_module(REFERENCE_PACKAGE)
-    return [importlib.import_module(f"{REFERENCE_PACKAGE}.{n}") for n in package.__all__]
+def _example_modules() -> list[ModuleType]:
+    package = importlib.import_module(EXAMPLES_PACKAGE)
+    return [importlib.import_module(f"{EXAMPLES_PACKAGE}.{n}") for n in package.__all__]
 
 
-def load_pipelines(modules: Iterable[Path] = (), registry: Registry | None = None) -> Registry:
-    """A registry with the shipped pipelines, entry-point packages' and ``modules``'."""
+def load_pipelines(
+    modules: Iterable[Path] = (), registry: Registry | None = None, *, examples: bool = False
+) -> Registry:
+    """A registry with the pipelines of ``modules`` and of entry-point packages, and with
+    ``examples`` eventlake's example pipelines whose names those leave free."""
     registry = registry if registry is not None else Registry()
     with registration(registry):
-        for module in _reference_modules():
-            registry.collect(module)
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 loaded = ep.load()
@@ -80,4 +86,20 @@ def load_pipelines(modules: Iterable[Path] = (), registry: Registry | None = Non
                 registry.collect(loaded)
         for path in modules:
             registry.collect(load_module(path))
+    if examples:
+        shipped = Registry()
+        with registration(shipped):
+            for module in _example_modules():
+                shipped.collect(module)
+        taken = set(registry.names())
+        for name in shipped.names():
+            if name not in taken:
+                registry.add(shipped.get(name))
     return registry
+
+
+def project_pipelines(settings: Settings, modules: Iterable[Path] = ()) -> Registry:
+    """The project's pipelines: ``project.modules``, then ``modules`` (``--module``), the
+    entry points, and the examples when ``project.examples`` says so."""
+    paths = dict.fromkeys([*settings.project_modules(), *(Path(m).absolute() for m in modules)])
+    return load_pipelines(list(paths), examples=settings.project.examples)

@@ -113,21 +113,38 @@ def settings_for(
     bootstrap: str | None = None,
     *,
     spark: dict[str, Any] | None = None,
+    config: Path | None = None,
+    examples: bool = False,
     **pipelines: dict[str, Any],
 ) -> Settings:
     """Settings for a test: lake and checkpoints under ``root``, the given broker, and a
-    section per pipeline (``settings_for(tmp, bootstrap, orders={"topic": t})``)."""
+    section per pipeline (``settings_for(tmp, bootstrap, orders={"topic": t})``).
+
+    ``config`` starts from a project's ``eventlake.yaml`` (its ``project.modules`` and
+    pipeline sections; the sections given here win); ``examples`` loads eventlake's
+    example pipelines."""
+    import yaml
+
     from eventlake.config.loader import settings_from_dict
 
-    data: dict[str, Any] = {
-        "lake": {"root": str(root / "lake")},
-        "checkpoints": {"root": str(root / "checkpoints")},
+    data: dict[str, Any] = yaml.safe_load(config.read_text()) or {} if config else {}
+    sections = {**data.get("pipelines", {})}
+    for name, params in pipelines.items():
+        sections[name] = {**sections.get(name, {}), **params}
+    project = {**data.get("project", {})}
+    if examples:
+        project["examples"] = True
+    data.update({
+        "lake": {**data.get("lake", {}), "root": str(root / "lake")},
+        "checkpoints": {**data.get("checkpoints", {}), "root": str(root / "checkpoints")},
         "spark": spark or {"master": "local[2]"},
-        "pipelines": pipelines,
-    }
+        "project": project,
+        "pipelines": sections,
+    })  # fmt: skip
     if bootstrap is not None:
-        data["kafka"] = {"bootstrap_servers": bootstrap}
-    return settings_from_dict(data)
+        data["kafka"] = {**data.get("kafka", {}), "bootstrap_servers": bootstrap}
+    settings = settings_from_dict(data)
+    return settings.with_base_dir(config.parent) if config else settings
 
 
 def run_available_now(

@@ -27,6 +27,7 @@ def write_config(
             "master": "local[2]",
             "conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
         },
+        "project": {"examples": True},
         "pipelines": pipelines,
     }
     if postgres is not None:

@@ -60,7 +60,7 @@ def test_ads_tables_equal_the_batch_by_batch_truth(
     topics = {IMPRESSIONS: make_topic(partitions=2, prefix="imp"),
               CLICKS: make_topic(partitions=2, prefix="clk")}  # fmt: skip
     settings = settings_for(
-        tmp_path, bootstrap, ads=dict(topics=topics, max_offsets_per_trigger=80)
+        tmp_path, bootstrap, ads=dict(topics=topics, max_offsets_per_trigger=80), examples=True
     )
     gen = AdsGenerator(AdsConfig(
         seed=5, late_fraction=0.04, late_delay=timedelta(minutes=40),

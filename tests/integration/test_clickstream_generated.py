@@ -38,6 +38,7 @@ def test_clickstream_tables_equal_the_batch_by_batch_truth(
         tmp_path,
         bootstrap,
         clickstream=dict(topic=topic, max_offsets_per_trigger=120, json_decoder=decoder),
+        examples=True,
     )
     gen = ClicksGenerator(ClicksConfig(
         seed=11, late_fraction=0.04, late_delay=timedelta(minutes=40),

@@ -33,7 +33,7 @@ def test_seed_windowed_counts_late_click_not_counted(
     spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = make_topic(prefix="clicks")
-    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic))
+    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic), examples=True)
 
     def gold() -> set[tuple[object, ...]]:
         windows = table(settings, "gold", "user_clicks_5min")

@@ -50,7 +50,7 @@ def test_sessions_close_when_the_watermark_passes_their_end(
     30-minute gap, 10-minute watermark. A session ends ``gap`` after its last event, as
     Spark's session_window has it (the seed prints the last event time, 12:15, instead)."""
     topic = make_topic(prefix="sessions")
-    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic))
+    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic), examples=True)
 
     # Run 1: watermark after it 12:15 - 10 min = 12:05; both sessions are open.
     send_events(bootstrap, topic, "user_id", [
@@ -90,7 +90,7 @@ def test_sessions_merge_when_an_out_of_order_event_bridges_the_gap(
     """Two sessions of one user, 35 minutes apart, become one when an event between them
     arrives before the watermark closes the first."""
     topic = make_topic(prefix="sessions")
-    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic))
+    settings = settings_for(tmp_path, bootstrap, clickstream=dict(topic=topic), examples=True)
 
     send_events(bootstrap, topic, "user_id", [
         click("u1", "12:00:00", "e1", "/a"), click("u1", "12:35:00", "e2", "/b"),
@@ -119,7 +119,7 @@ def test_dedup_within_a_30_minute_watermark(
     passes once the first copy has been evicted."""
     topic = make_topic(prefix="dedup")
     settings = settings_for(
-        tmp_path, bootstrap, clickstream=dict(topic=topic, watermark="30 minutes")
+        tmp_path, bootstrap, clickstream=dict(topic=topic, watermark="30 minutes"), examples=True
     )
 
     def silver() -> list[tuple[str, str, str]]:
@@ -188,7 +188,10 @@ def test_click_attribution_inner_and_left_outer_joins(
     the two inputs') passes impression_time + 5 minutes."""
     imp_topic, click_topic = make_topic(prefix="imp"), make_topic(prefix="clk")
     settings = settings_for(
-        tmp_path, bootstrap, ads=dict(topics={"impressions": imp_topic, "clicks": click_topic})
+        tmp_path,
+        bootstrap,
+        ads=dict(topics={"impressions": imp_topic, "clicks": click_topic}),
+        examples=True,
     )
 
     def attributed() -> set[tuple[object, ...]]:

@@ -59,7 +59,9 @@ def test_hostile_records_are_quarantined_with_a_reason_and_nothing_else_is_lost(
     records.append((b"huge", huge, headers))
     _send(bootstrap, topic, records)
 
-    settings = settings_for(tmp_path, bootstrap, orders={"topic": topic, "high_value_topic": "x"})
+    settings = settings_for(
+        tmp_path, bootstrap, orders={"topic": topic, "high_value_topic": "x"}, examples=True
+    )
     result = run_available_now("orders", settings, flows=FLOWS)
     assert result.restarts == {}  # no flow failed on the way
 
@@ -89,7 +91,9 @@ def _bronze_after_one_record(
     """Orders' bronze flow run once on one record: its table and checkpoint to break."""
     topic = make_topic(prefix="hostile-files")
     _send(bootstrap, topic, [(b"k", _order(1), [])])
-    settings = settings_for(tmp_path, bootstrap, orders={"topic": topic, "high_value_topic": "x"})
+    settings = settings_for(
+        tmp_path, bootstrap, orders={"topic": topic, "high_value_topic": "x"}, examples=True
+    )
     run_available_now("orders", settings, flows=["bronze"])
     return settings, topic
 

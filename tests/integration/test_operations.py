@@ -79,7 +79,7 @@ def test_lag_falls_to_zero_and_counts_records_produced_to_a_stopped_pipeline(
         ClicksConfig(seed=5, malformed_fraction=0.05, duplicate_fraction=0.02)
     ).records(3000))  # fmt: skip
     params = dict(topic=topic, max_offsets_per_trigger=150, trigger="1 second")
-    settings = settings_for(tmp_path, bootstrap, clickstream=params)
+    settings = settings_for(tmp_path, bootstrap, clickstream=params, examples=True)
     cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, clickstream=params)
 
     with running_pipeline("clickstream", settings, flows=FLOWS) as run:
@@ -200,7 +200,7 @@ def test_dashboard_in_chromium_and_lateness_advice(
         out_of_order_max=timedelta(minutes=3), malformed_fraction=0.02,
     )).records(2000))  # fmt: skip
     params = dict(topic=topic, trigger="1 second", watermark="10 minutes")
-    settings = settings_for(tmp_path, bootstrap, clickstream=params)
+    settings = settings_for(tmp_path, bootstrap, clickstream=params, examples=True)
     cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, clickstream=params)
 
     with running_pipeline("clickstream", settings, flows=FLOWS) as run:

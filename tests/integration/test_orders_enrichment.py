@@ -23,7 +23,9 @@ def test_running_flow_joins_the_newest_dimension_version(
     spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = make_topic(prefix="orders")
-    settings = settings_for(tmp_path, bootstrap, orders=dict(topic=topic, trigger="1 second"))
+    settings = settings_for(
+        tmp_path, bootstrap, orders=dict(topic=topic, trigger="1 second"), examples=True
+    )
     dims = str(settings.lake.table_path("reference", "categories"))
     v1 = [(c, "retail", 0.1) for c in ("books", "electronics", "garden", "grocery", "toys",
                                        "fashion")]  # fmt: skip

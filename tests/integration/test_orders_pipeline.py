@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 def orders_settings(bootstrap: str, root: Path, topic: str, high: str, **params: Any) -> Settings:
     return settings_for(
-        root, bootstrap, orders={"topic": topic, "high_value_topic": high, **params}
+        root, bootstrap, orders={"topic": topic, "high_value_topic": high, **params}, examples=True
     )
 
 

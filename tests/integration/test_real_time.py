@@ -39,7 +39,10 @@ def test_alerts_stream_in_real_time_mode(
     backlog = _orders(0, 200)
     produce(bootstrap, topic, backlog)
     settings = settings_for(
-        tmp_path, bootstrap, alerts={"topic": topic, "alerts_topic": alerts, "threshold": THRESHOLD}
+        tmp_path,
+        bootstrap,
+        alerts={"topic": topic, "alerts_topic": alerts, "threshold": THRESHOLD},
+        examples=True,
     )
     stop = threading.Event()
     outcome: dict[str, RunResult | BaseException] = {}

@@ -51,7 +51,7 @@ def test_sensor_statistics_equal_the_batch_by_batch_truth(
 ) -> None:
     topic = make_topic(partitions=2, prefix="sensors")
     settings = settings_for(
-        tmp_path, bootstrap, sensors=dict(topic=topic, max_offsets_per_trigger=120)
+        tmp_path, bootstrap, sensors=dict(topic=topic, max_offsets_per_trigger=120), examples=True
     )
     gen = SensorsGenerator(SensorsConfig(
         seed=2, late_fraction=0.04, late_delay=timedelta(minutes=12),

@@ -171,7 +171,7 @@ def test_clickstream_on_the_cluster_equals_the_local_run(
     send(bootstrap, topic, gen.records(900))
     params = {"topic": topic, "max_offsets_per_trigger": 300}
 
-    local = settings_for(tmp_path / "local", bootstrap, clickstream=params)
+    local = settings_for(tmp_path / "local", bootstrap, clickstream=params, examples=True)
     run_available_now("clickstream", local)
     config = cluster_config(tmp_path / "cluster.yaml", bootstrap, tmp_path / "cluster",
                             spark_cluster, executor_python, clickstream=params)  # fmt: skip

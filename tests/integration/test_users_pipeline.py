@@ -41,7 +41,7 @@ pytestmark = pytest.mark.integration
 def users_settings(
     bootstrap: str, root: Path, topic: str, pg: PostgresSettings, **params: Any
 ) -> Settings:
-    settings = settings_for(root, bootstrap, users={"topic": topic, **params})
+    settings = settings_for(root, bootstrap, users={"topic": topic, **params}, examples=True)
     return settings.model_copy(update={"postgres": pg})
 
 
@@ -145,7 +145,9 @@ def test_replaying_a_batch_changes_no_sink(
     send(bootstrap, topic, CdcGenerator(CdcConfig(seed=5, users=10)).records(300))
     run_users(settings, spark)
 
-    plan = build_plan(load_pipelines().get("users"), settings, spark, trigger="available-now")
+    plan = build_plan(
+        load_pipelines(examples=True).get("users"), settings, spark, trigger="available-now"
+    )
     silver = next(f for f in plan.flows if f.spec.name == "silver")
     fanout = silver.spec.output
     assert isinstance(fanout, FanOut)

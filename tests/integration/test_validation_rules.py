@@ -406,8 +406,8 @@ def test_every_rule_has_a_test_and_a_unique_code() -> None:
 
 
 def test_shipped_pipelines_validate_clean(spark: SparkSession, tmp_path: Path) -> None:
-    for name in load_pipelines().names():
-        pipeline = load_pipelines().get(name)
+    for name in load_pipelines(examples=True).names():
+        pipeline = load_pipelines(examples=True).get(name)
         _plan, report = check_pipeline(
             pipeline, settings_for(tmp_path / name), spark, lake_root=tmp_path / name / "lake"
         )

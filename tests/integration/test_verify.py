@@ -30,7 +30,7 @@ def test_verify_clean_flow_and_the_rows_of_a_broken_one(
     spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = make_topic()
-    settings = settings_for(tmp_path, bootstrap, verified={"topic": topic})
+    settings = settings_for(tmp_path, bootstrap, verified={"topic": topic}, examples=True)
     produce(bootstrap, topic, _clicks(("a", "00:01"), ("a", "00:04"), ("b", "00:08"),
                                       ("a", "00:30")))  # fmt: skip
     run_available_now(clicks, settings)
@@ -85,7 +85,7 @@ def test_verify_a_medallions_delta_reading_flows(
     )).records(800))  # fmt: skip
     params = {"topic": topic, "high_value_topic": "unused", "max_offsets_per_trigger": 150,
               "max_files_per_trigger": 1}  # fmt: skip
-    settings = settings_for(tmp_path, bootstrap, orders=params)
+    settings = settings_for(tmp_path, bootstrap, orders=params, examples=True)
     flows = ["bronze", "silver", "revenue_hourly", "category_sliding"]
     send(bootstrap, topic, records[:400])
     run_available_now("orders", settings, flows=flows)
@@ -94,7 +94,7 @@ def test_verify_a_medallions_delta_reading_flows(
 
     from eventlake.pipelines.loader import load_pipelines
 
-    orders = load_pipelines().get("orders")
+    orders = load_pipelines(examples=True).get("orders")
     revenue = verify_flow(orders, "revenue_hourly", settings, spark)
     assert revenue.ok, revenue
     assert revenue.expected_rows == revenue.output_rows > 0

@@ -89,7 +89,7 @@ def test_params_reject_unknown_keys_with_the_full_key() -> None:
 
 
 def test_registry_knows_the_shipped_pipeline_and_rejects_duplicates() -> None:
-    registry = load_pipelines()
+    registry = load_pipelines(examples=True)
     assert "orders" in registry.names()
     assert set(registry.get("orders").flows) == {
         "bronze", "silver", "quarantine", "revenue_hourly", "category_sliding", "high_value",
@@ -101,7 +101,7 @@ def test_registry_knows_the_shipped_pipeline_and_rejects_duplicates() -> None:
     with pytest.raises(EventlakeError, match="two pipelines"), registration(registry):
         Pipeline("orders")
     # Each load has a registry of its own, with the same declared pipeline objects.
-    again = load_pipelines()
+    again = load_pipelines(examples=True)
     assert again is not registry
     assert again.get("orders") is registry.get("orders")
 
@@ -114,7 +114,7 @@ def test_registration_is_scoped_to_the_registry_passed_in() -> None:
     assert reg is mine
     assert mine.names() == ["inside"]
     assert mine.get("inside") is inside
-    assert "outside" not in load_pipelines().names()
+    assert "outside" not in load_pipelines(examples=True).names()
     assert outside.name not in mine.names()
 
 
@@ -128,7 +128,7 @@ def test_user_module_pipelines_go_into_the_registry_passed_in(tmp_path: Any) -> 
     )
     first = load_pipelines([module])
     assert "mine" in first.names()
-    assert "mine" not in load_pipelines().names()
+    assert "mine" not in load_pipelines(examples=True).names()
     assert load_pipelines([module]).get("mine") is first.get("mine")
 
 
@@ -141,7 +141,7 @@ def test_every_output_and_target_states_its_guarantee() -> None:
     # A fan-out is as strong as its weakest target.
     assert FanOut(ToDelta("x", "t")).guarantee is Guarantee.EXACTLY_ONCE
     assert FanOut(ToDelta("x", "t"), ToKafka("topic")).guarantee is Guarantee.AT_LEAST_ONCE
-    users = load_pipelines().get("users").flows["silver"].output
+    users = load_pipelines(examples=True).get("users").flows["silver"].output
     assert users.guarantee is Guarantee.AT_LEAST_ONCE  # Delta + PostgreSQL + Kafka
 
 
@@ -171,7 +171,7 @@ def test_user_module_loading_errors_are_actionable(tmp_path: Any) -> None:
 
 
 def test_durations_and_triggers_are_checked_in_config() -> None:
-    orders = load_pipelines().get("orders")
+    orders = load_pipelines(examples=True).get("orders")
     assert orders.parse_params({"dedup_delay": "45  minutes"}).dedup_delay == "45 minutes"  # type: ignore[attr-defined]
     # One duration grammar: "1h" is an hour here too; Spark's interval text needs whole units.
     assert orders.parse_params({"dedup_delay": "1h"}).dedup_delay == "1 hour"  # type: ignore[attr-defined]
@@ -183,7 +183,7 @@ def test_durations_and_triggers_are_checked_in_config() -> None:
 
 
 def test_ads_ctr_watermark_must_cover_the_outcome_lag() -> None:
-    ads = load_pipelines().get("ads")
+    ads = load_pipelines(examples=True).get("ads")
     assert ads.parse_params({"ctr_watermark": "16 minutes"})
     with pytest.raises(EventlakeError) as info:
         ads.parse_params({"watermark": "20 minutes", "ctr_watermark": "25 minutes"})
@@ -201,7 +201,7 @@ def test_shipped_config_has_a_section_per_pipeline_holding_its_defaults() -> Non
     from eventlake.config import load_settings
 
     settings = load_settings(Path(__file__).parents[2] / "eventlake.yaml")
-    registry = load_pipelines()
+    registry = load_pipelines(examples=True)
     assert set(settings.pipelines) == set(registry.names())
     for name in registry.names():
         pipeline = registry.get(name)
@@ -209,7 +209,7 @@ def test_shipped_config_has_a_section_per_pipeline_holding_its_defaults() -> Non
 
 
 def test_json_decoder_is_a_checked_choice_and_users_takes_from_json_only() -> None:
-    registry = load_pipelines()
+    registry = load_pipelines(examples=True)
     clickstream = registry.get("clickstream")
     assert clickstream.parse_params({}).json_decoder == "spark"
     assert clickstream.parse_params({"json_decoder": "arrow"}).json_decoder == "arrow"
