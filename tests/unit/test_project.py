@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from eventlake.cli.init import scaffold
 from eventlake.cli.main import app
 from eventlake.config import Settings, load_settings
 from eventlake.errors import ErrorCode, EventlakeError
@@ -40,8 +41,6 @@ def test_init_writes_a_project_and_never_overwrites_one(tmp_path: Path) -> None:
 
     (project / "pipelines" / "events.py").write_text("# mine now\n")
     with pytest.raises(EventlakeError) as caught:
-        from eventlake.cli.init import scaffold
-
         scaffold(project)
     assert caught.value.code is ErrorCode.PROJECT_EXISTS
     assert "pipelines/events.py" in str(caught.value)
