@@ -14,7 +14,7 @@ from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.pipelines.loader import project_pipelines
 
 EXAMPLES = {"orders", "users", "clickstream", "ads", "sensors", "alerts"}
-MINE = '''
+MINE = """
 from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
 from eventlake.pipelines import Pipeline
 
@@ -24,7 +24,7 @@ orders = Pipeline("orders", description="my own orders")
 @orders.flow(input=KafkaInput(), output=DeltaOutput("bronze", "my_orders"))
 def raw(ctx, df):
     return kafka_records(df)
-'''
+"""
 
 
 def test_init_writes_a_project_and_never_overwrites_one(tmp_path: Path) -> None:
