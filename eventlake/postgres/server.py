@@ -24,23 +24,66 @@ from eventlake.config.model import PostgresSettings
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.paths import state_dir
 
-INSTALL_FIX = "run `make postgres` (installs Debian's postgresql package with apt-get)"
+PG_BIN_ENV = "EVENTLAKE_PG_BIN"
+INSTALL_FIX = (
+    "install PostgreSQL's server (in this repository: `make postgres`; Debian: apt-get install "
+    "postgresql; macOS: brew install postgresql), or point EVENTLAKE_PG_BIN at its bin folder"
+)
+#: Where distributions put the server's programs when not on PATH: Debian, RHEL.
+DISTRIBUTION_GLOBS = ("/usr/lib/postgresql/*/bin", "/usr/pgsql-*/bin")
+
+
+def _server_bin(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in ("initdb", "pg_ctl", "postgres"))
+
+
+def _version(folder: Path) -> tuple[int, ...]:
+    digits = "".join(c if c.isdigit() else " " for c in folder.parent.name).split()
+    return tuple(int(d) for d in digits)
+
+
+def bin_dir_candidates() -> list[Path]:
+    """Where the server's programs may be, in the order they are tried:
+    ``EVENTLAKE_PG_BIN``, ``pg_config --bindir``, ``pg_ctl`` on PATH, then the
+    distributions' folders (the newest version first)."""
+    found: list[Path] = []
+    if os.environ.get(PG_BIN_ENV):
+        found.append(Path(os.environ[PG_BIN_ENV]))
+    pg_config = shutil.which("pg_config")
+    if pg_config is not None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True,
+                                 timeout=10, check=True).stdout.strip()  # fmt: skip
+            if out:
+                found.append(Path(out))
+    pg_ctl = shutil.which("pg_ctl")
+    if pg_ctl is not None:
+        found.append(Path(pg_ctl).resolve().parent)
+    for pattern in DISTRIBUTION_GLOBS:
+        root = Path(pattern.split("*")[0]).parent
+        matches = root.glob(pattern.removeprefix(str(root) + "/"))
+        found += sorted(matches, key=_version, reverse=True)
+    return list(dict.fromkeys(found))
 
 
 def find_bin_dir() -> Path:
-    """The newest ``/usr/lib/postgresql/<version>/bin`` holding ``initdb`` and ``pg_ctl``."""
-    candidates = sorted(
-        (p for p in Path("/usr/lib/postgresql").glob("*/bin") if (p / "pg_ctl").exists()),
-        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    """The first folder of :func:`bin_dir_candidates` holding ``initdb``, ``pg_ctl`` and
+    ``postgres``."""
+    candidates = bin_dir_candidates()
+    for folder in candidates:
+        if _server_bin(folder):
+            return folder
+    if os.environ.get(PG_BIN_ENV):
+        what = f"{PG_BIN_ENV}={os.environ[PG_BIN_ENV]} holds no initdb, pg_ctl and postgres."
+    else:
+        looked = ", ".join(str(c) for c in candidates) or "no pg_config or pg_ctl on PATH"
+        what = f"No PostgreSQL server is installed (looked in: {looked})."
+    raise EventlakeError(
+        ErrorCode.POSTGRES_MISSING,
+        what,
+        expected="PostgreSQL's initdb, pg_ctl and postgres",
+        fix=INSTALL_FIX,
     )
-    if not candidates:
-        raise EventlakeError(
-            ErrorCode.POSTGRES_MISSING,
-            "No PostgreSQL server is installed (no /usr/lib/postgresql/*/bin/pg_ctl).",
-            expected="Debian's postgresql package",
-            fix=INSTALL_FIX,
-        )
-    return candidates[-1]
 
 
 def _as_root() -> bool:
