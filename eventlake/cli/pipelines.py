@@ -32,12 +32,17 @@ def load_registry(state: CliState, modules: list[Path] | None) -> tuple[Settings
     registry = project_pipelines(settings, modules or ())
     unknown = sorted(set(settings.pipelines) - set(registry.names()))
     if unknown:
+        examples = [u for u in unknown if u in registry.hints]
+        fixes = [f"{', '.join(examples)}: {registry.hints[examples[0]]}"] if examples else []
+        if len(examples) < len(unknown):
+            fixes.append("correct the pipeline name, or name its module in project.modules "
+                         "(or --module)")  # fmt: skip
         raise EventlakeError(
             ErrorCode.CONFIG_UNKNOWN_KEY,
             f"unknown config key(s): {', '.join('pipelines.' + u for u in unknown)} "
             "(no such pipeline).",
             expected=f"sections for known pipelines: {', '.join(registry.names())}",
-            fix="correct the pipeline name, or name its module in project.modules (or --module)",
+            fix="; ".join(fixes),
         )
     return settings, registry
 

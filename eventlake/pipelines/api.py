@@ -217,6 +217,8 @@ class Registry:
 
     def __init__(self, pipelines: Iterable[Pipeline] = ()) -> None:
         self._pipelines: dict[str, Pipeline] = {}
+        #: How to get a pipeline this registry lacks, by name (an example left out).
+        self.hints: dict[str, str] = {}
         for pipeline in pipelines:
             self.add(pipeline)
 
@@ -241,7 +243,7 @@ class Registry:
         if found is None:
             known = ", ".join(self.names()) or "none"
             what = f"no pipeline named '{name}' (known: {known})."
-            raise EventlakeError(ErrorCode.PIPELINE_NOT_FOUND, what)
+            raise EventlakeError(ErrorCode.PIPELINE_NOT_FOUND, what, fix=self.hints.get(name))
         return found
 
     def names(self) -> list[str]:

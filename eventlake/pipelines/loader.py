@@ -102,4 +102,13 @@ def project_pipelines(settings: Settings, modules: Iterable[Path] = ()) -> Regis
     """The project's pipelines: ``project.modules``, then ``modules`` (``--module``), the
     entry points, and the examples when ``project.examples`` says so."""
     paths = dict.fromkeys([*settings.project_modules(), *(Path(m).absolute() for m in modules)])
-    return load_pipelines(list(paths), examples=settings.project.examples)
+    registry = load_pipelines(list(paths), examples=settings.project.examples)
+    if not settings.project.examples:
+        hint = "it is one of eventlake's examples: set project.examples: true to load them"
+        registry.hints = {name: hint for name in _example_names()}
+    return registry
+
+
+def _example_names() -> list[str]:
+    package = importlib.import_module(EXAMPLES_PACKAGE)
+    return list(package.__all__)

@@ -74,4 +74,11 @@ def test_an_example_pipeline_without_the_opt_in_says_how(tmp_path: Path) -> None
     assert done.exit_code != 0
     assert isinstance(done.exception, EventlakeError)
     assert done.exception.code is ErrorCode.CONFIG_UNKNOWN_KEY
-    assert "project.modules" in done.exception.render()
+    assert "project.examples: true" in done.exception.render()
+    mine = CliRunner().invoke(app, ["--config", str(config), "--set", "pipelines.mine.topic=t",
+                                    "list"])  # fmt: skip
+    assert isinstance(mine.exception, EventlakeError)
+    assert "project.modules" in mine.exception.render()
+    with pytest.raises(EventlakeError) as caught:
+        project_pipelines(Settings()).get("users")
+    assert "project.examples: true" in caught.value.render()
