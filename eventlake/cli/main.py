@@ -16,7 +16,14 @@ from eventlake.cli.generate import generate_app
 from eventlake.cli.init import init
 from eventlake.cli.jars import jars_app
 from eventlake.cli.kafka import kafka_app
-from eventlake.cli.operations import checkpoint_app, lateness, status, upgrade_check, verify
+from eventlake.cli.operations import (
+    checkpoint_app,
+    lateness,
+    maintain,
+    status,
+    upgrade_check,
+    verify,
+)
 from eventlake.cli.pipelines import list_pipelines, run, validate
 from eventlake.cli.postgres import postgres_app
 from eventlake.cli.state import CliState
@@ -42,6 +49,7 @@ app.command("status")(status)
 app.command("lateness")(lateness)
 app.command("upgrade-check")(upgrade_check)
 app.command("verify")(verify)
+app.command("maintain")(maintain)
 app.command("connectors")(connectors)
 app.add_typer(checkpoint_app, name="checkpoint")
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)

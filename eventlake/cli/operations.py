@@ -163,6 +163,28 @@ def _print_status(console: Console, record: dict[str, Any]) -> None:
             outputs or "-",
         )
     console.print(table)
+    if record.get("tables"):
+        _print_tables(console, record["tables"])
+
+
+def _print_tables(console: Console, reports: list[dict[str, Any]]) -> None:
+    table = Table(title="tables: files and maintenance")
+    for col in ("table", "files", "small", "MB", "last compaction", "last vacuum"):
+        table.add_column(col, overflow="fold")
+    for r in reports:
+        if r.get("error"):
+            table.add_row(r["table"], "-", "-", "-", r["error"], "-")
+            continue
+
+        def last(kind: str, r: dict[str, Any] = r) -> str:
+            done = r.get(f"last_{kind}")
+            return f"{_when(done['at'], short=True)}: {done['did']}" if done else "never"
+
+        size = "-" if r.get("bytes") is None else f"{r['bytes'] / 1e6:.1f}"
+        small = "-" if r.get("small_files") is None else f"{r['small_files']}"
+        table.add_row(r["table"], str(r.get("files") if r.get("files") is not None else "-"),
+                      small, size, last("compact"), last("vacuum"))  # fmt: skip
+    console.print(table)
 
 
 @checkpoint_app.command("show")
@@ -407,3 +429,40 @@ def verify(
             table.add_row(*(str(v) for v in row.values()))
         console.print(table)
     raise typer.Exit(1)
+
+
+def maintain(
+    ctx: typer.Context,
+    pipeline_name: Annotated[str, typer.Argument(metavar="PIPELINE")],
+    tables: Annotated[
+        list[str] | None, typer.Option("--table", help="Only this layer/table (repeatable).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be done.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Compact any table with small files; vacuum now.")
+    ] = False,
+    module: ModuleOpt = None,
+) -> None:
+    """Compact (cluster) and vacuum the Delta tables the pipeline writes, as a run does
+    between batches: for a schedule, or a pipeline that is stopped."""
+    from eventlake.operations.maintain import maintain_pipeline
+    from eventlake.session import get_spark
+
+    state: CliState = ctx.obj
+    settings, registry = load_registry(state, module)
+    pipeline = registry.get(pipeline_name)
+    done = maintain_pipeline(pipeline, settings, get_spark(settings), tables=tables,
+                             dry_run=dry_run, force=force)  # fmt: skip
+    table = Table(title=f"{pipeline.name}: maintenance{' (dry run)' if dry_run else ''}")
+    for col in ("table", "files before", "files after", "small after", "done"):
+        table.add_column(col, overflow="fold")
+    for m in done:
+        did = "\n".join(f"{a.kind}: {a.error or a.detail} ({a.seconds:.1f}s)" for a in m.actions)
+        table.add_row(m.table, "-" if m.before is None else str(m.before.files),
+                      "-" if m.after is None else str(m.after.files),
+                      "-" if m.after is None else str(m.after.small_files),
+                      did or "nothing due")  # fmt: skip
+    Console().print(table)
+    failed = [a for m in done for a in m.actions if a.error]
+    if failed:
+        raise typer.Exit(1)

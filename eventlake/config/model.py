@@ -217,6 +217,48 @@ class RestartSettings(_Section):
     finite_attempts: int = Field(default=3, ge=0)
 
 
+class MaintenanceOverride(_Section):
+    """Maintenance settings of one table or pipeline; an unset key keeps the default's."""
+
+    enabled: bool | None = None
+    small_file_bytes: int | None = Field(default=None, ge=1024)
+    compact_min_files: int | None = Field(default=None, ge=2)
+    vacuum_retention: SparkInterval | None = None
+    vacuum_interval: SparkInterval | None = None
+    log_retention: SparkInterval | None = None
+
+
+class MaintenanceSettings(_Section):
+    """Keeping the Delta tables eventlake writes healthy while a run goes on: compaction
+    of small files (clustering for clustered tables), VACUUM, log retention. A service of
+    the run does it between batches; ``eventlake maintain`` does it on demand."""
+
+    enabled: bool = True
+    #: A data file under this many bytes counts as small.
+    small_file_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    #: A table is compacted (clustered tables: clustered) once it holds this many small files.
+    compact_min_files: int = Field(default=64, ge=2)
+    #: VACUUM keeps files a version of this age still needs (longer when a flow of the run
+    #: still reads an older version): Delta's own default.
+    vacuum_retention: SparkInterval = "7 days"
+    #: How often a table is vacuumed.
+    vacuum_interval: SparkInterval = "1 day"
+    #: Log entries older than this are removed at the next log checkpoint.
+    log_retention: SparkInterval = "30 days"
+    #: Per table (``layer/table``) overrides.
+    tables: dict[str, MaintenanceOverride] = Field(default_factory=dict)
+
+    def for_table(
+        self, table: str, pipeline: MaintenanceOverride | None = None
+    ) -> MaintenanceSettings:
+        """The settings of ``layer/table``: these, the pipeline's, then the table's own."""
+        update: dict[str, Any] = {}
+        for override in (pipeline, self.tables.get(table)):
+            if override is not None:
+                update.update(override.model_dump(exclude_none=True))
+        return self.model_copy(update=update) if update else self
+
+
 class ProjectSettings(_Section):
     """What the project is made of: its pipeline modules, and whether eventlake's example
     pipelines are loaded beside them."""
@@ -257,6 +299,7 @@ class Settings(_Section):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     log: LogSettings = Field(default_factory=LogSettings)
     jars: JarSettings = Field(default_factory=JarSettings)
+    maintenance: MaintenanceSettings = Field(default_factory=MaintenanceSettings)
     #: Every pipeline's restart strategy, unless its section sets ``restart``.
     restart: RestartSettings = Field(default_factory=RestartSettings)
     pipelines: dict[str, dict[str, Any]] = Field(default_factory=dict)

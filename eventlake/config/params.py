@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from eventlake.config.model import RestartSettings
+from eventlake.config.model import MaintenanceOverride, RestartSettings
 from eventlake.durations import SparkInterval
 from eventlake.errors import EventlakeError
 
@@ -76,6 +76,8 @@ class PipelineParams(BaseModel):
 
     #: This pipeline's restart strategy; unset, the top-level ``restart`` section's.
     restart: RestartSettings | None = None
+    #: This pipeline's tables' maintenance, over the top-level ``maintenance`` section.
+    maintenance: MaintenanceOverride | None = None
 
     json_decoder: JsonDecoder = Field(
         default="spark",

@@ -8,6 +8,7 @@ the lag poller of :class:`~eventlake.operations.run_monitor.RunMonitor`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -62,6 +63,20 @@ _METRICS: tuple[tuple[str, type[Counter | Gauge], str, str, tuple[str, ...]], ..
 )  # fmt: skip
 
 
+TABLE = ("pipeline", "table")
+#: Each table metric: the key of a table report, name, help.
+_TABLES = (
+    ("files", "eventlake_table_files", "Data files in the Delta table's current version."),
+    ("bytes", "eventlake_table_bytes", "Bytes of the Delta table's current data files."),
+    ("small_files", "eventlake_table_small_files",
+     "Data files under maintenance.small_file_bytes (compaction merges them)."),
+    ("last_compact", "eventlake_table_last_compaction_timestamp_seconds",
+     "When the table was last compacted, seconds since the epoch."),
+    ("last_vacuum", "eventlake_table_last_vacuum_timestamp_seconds",
+     "When the table was last vacuumed, seconds since the epoch."),
+)  # fmt: skip
+
+
 class PipelineMetrics:
     """The metrics of ``pipeline``'s flows, in a registry of their own."""
 
@@ -92,6 +107,19 @@ class PipelineMetrics:
             "eventlake_batch_duration_seconds", "Wall time of each micro-batch.", FLOW,
             buckets=BATCH_BUCKETS, registry=self.registry,
         )  # fmt: skip
+        self.table_gauges = {
+            key: Gauge(name, text, TABLE, registry=self.registry) for key, name, text in _TABLES
+        }
+
+    def tables(self, reports: list[dict[str, Any]]) -> None:
+        """The written tables' files and last maintenance (``table_report`` records)."""
+        for report in reports:
+            for key, gauge in self.table_gauges.items():
+                value = report.get(key)
+                if isinstance(value, dict):
+                    value = value.get("at")
+                if isinstance(value, int | float):
+                    gauge.labels(self.pipeline, report["table"]).set(value)
 
     def flow_started(self, flow: str, trigger: str = "") -> None:
         """Create the flow's series at zero, so a scrape sees every flow from the start."""

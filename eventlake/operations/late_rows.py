@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eventlake.checkpoints import CheckpointLog, stream_id
-from eventlake.connectors.delta import write_once
+from eventlake.connectors.delta import sink_committed, write_once
 from eventlake.context import FlowContext
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.monitoring import BatchProgress, ProgressListener
@@ -185,6 +185,8 @@ def keep_late_rows(flow: PlannedFlow, batch: int) -> int:
                 rows, path, app_ids=(app_id,), batch_id=batch_id, checkpoint=flow.checkpoint
             )
             written.append(count if wrote else 0)
+            if wrote:
+                sink_committed(ctx, layer, table)
         finally:
             rows.unpersist()
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eventlake.config import Settings
+from eventlake.connectors.delta import EXPECTATIONS_TABLE, sink_committed
 from eventlake.durations import duration_ms
 from eventlake.errors import EventlakeError
 from eventlake.monitoring import BatchProgress, ProgressListener
@@ -26,6 +27,7 @@ from eventlake.operations.status import (
     processed_offsets,
     read_progress,
     run_file,
+    table_reports,
 )
 from eventlake.pipelines.plan import Plan, PlannedFlow, check_flow_names
 from eventlake.secrets import mask_text
@@ -38,6 +40,8 @@ LAG_INTERVAL_SECONDS = 2.0
 #: How long ``/api/status`` serves one computed record (it reads every checkpoint and
 #: counts rows in the outputs), however many clients ask.
 STATUS_SECONDS = 2.0
+#: How often the tables' files and last maintenance are read again (seconds).
+TABLES_SECONDS = 30.0
 
 
 class RunMonitor:
@@ -78,6 +82,8 @@ class RunMonitor:
         #: Per flow: restarts so far and the error of the last one.
         self._restarts: dict[str, dict[str, Any]] = {}
         self._status: tuple[float, dict[str, Any]] | None = None
+        #: The tables' files and maintenance, read at most every TABLES_SECONDS.
+        self._tables: tuple[float, list[dict[str, Any]]] | None = None
         self._status_lock = threading.Lock()
 
     def restarted(self, name: str, error: EventlakeError, delay: float) -> None:
@@ -198,7 +204,21 @@ class RunMonitor:
 
     def exposition(self) -> bytes:
         self._update_running()
+        self._table_reports()
         return self.metrics.exposition()
+
+    def _table_reports(self) -> list[dict[str, Any]]:
+        """The written tables' files and maintenance, read at most every
+        :data:`TABLES_SECONDS` (a delta-rs read of each table's log)."""
+        with self._lock:
+            cached = self._tables
+        if cached is not None and time.monotonic() - cached[0] < TABLES_SECONDS:
+            return cached[1]
+        reports = table_reports(self.plan.pipeline, self.settings)
+        self.metrics.tables(reports)
+        with self._lock:
+            self._tables = (time.monotonic(), reports)
+        return reports
 
     def status(self) -> dict[str, Any]:
         """The live status record (``eventlake status`` reads it from ``/api/status``):
@@ -218,7 +238,8 @@ class RunMonitor:
         running = self._update_running()
         with self._lock:
             lags = {name: list(lags) for name, lags in self._lags.items()}
-        record = pipeline_status(self.plan.pipeline, self.settings, running=running, lags=lags)
+        record = pipeline_status(self.plan.pipeline, self.settings, running=running, lags=lags,
+                                 tables=self._table_reports())  # fmt: skip
         record["source"] = f"metrics endpoint {self.host}:{self.port}"
         record["pid"] = os.getpid()
         record["time"] = time.time()
@@ -283,10 +304,6 @@ class RunMonitor:
             pass
 
 
-#: The event table of expectation counts, under ``lake.root``.
-EXPECTATIONS_TABLE = ("_eventlake", "expectations")
-
-
 def record_expectations(flow: PlannedFlow, p: BatchProgress) -> None:
     """Append the batch's count per expectation to ``<lake.root>/_eventlake/expectations``
     (delta-rs, from the listener's thread: no Spark job). A replayed batch appears again
@@ -310,3 +327,4 @@ def record_expectations(flow: PlannedFlow, p: BatchProgress) -> None:
                         ("failed", pa.int64())])  # fmt: skip
     path = flow.ctx.lake_root.joinpath(*EXPECTATIONS_TABLE)
     write_deltalake(str(path), pa.Table.from_pylist(rows, schema=schema), mode="append")
+    sink_committed(flow.ctx, *EXPECTATIONS_TABLE)

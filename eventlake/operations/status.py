@@ -15,6 +15,7 @@ from confluent_kafka import KafkaException
 from eventlake.checkpoints import CheckpointLog
 from eventlake.config import Settings
 from eventlake.config.model import MetricsSettings
+from eventlake.connectors.delta import EXPECTATIONS_TABLE, table_report, table_settings
 from eventlake.context import FlowConfig
 from eventlake.monitoring.lag import Offsets, PartitionLag, kafka_lag, parse_kafka_offsets
 from eventlake.pipelines.api import FlowSpec, Pipeline
@@ -173,9 +174,11 @@ def pipeline_status(
     *,
     running: set[str] | None = None,
     lags: dict[str, list[PartitionLag]] | None = None,
+    tables: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The status record of every flow, in dependency order (``running``/``lags``: the
-    live view of a run, by flow name)."""
+    live view of a run, by flow name), and of the tables they write (``tables``: as the
+    caller last read them, else read now)."""
     configs = pipeline.configs(settings)
     flows = [
         flow_status(
@@ -185,9 +188,35 @@ def pipeline_status(
         ).as_dict()
         for spec, level, ups in dependency_order(pipeline)
     ]  # fmt: skip
-    record = {"pipeline": pipeline.name, "running": bool(running), "flows": flows}
+    written = tables if tables is not None else table_reports(pipeline, settings)
+    record = {"pipeline": pipeline.name, "running": bool(running), "flows": flows,
+              "tables": written}  # fmt: skip
     shown: dict[str, Any] = masked(record, settings.secret_values)
     return shown
+
+
+def table_reports(pipeline: Pipeline, settings: Settings) -> list[dict[str, Any]]:
+    """Each Delta table the pipeline's flows write: files, bytes, small files, last
+    compaction and VACUUM (:func:`table_report`); its late rows' table and the expectations
+    event table once they exist."""
+    configs = pipeline.configs(settings)
+    seen: dict[str, dict[str, Any]] = {}
+    for spec, _level, _ups in dependency_order(pipeline):
+        ctx = configs[spec.name]
+        declared = spec.output.tables()
+        extra = [(declared[0][0], f"{declared[0][1]}_late")] if declared else []
+        extra.append(EXPECTATIONS_TABLE)
+        for layer, name in [*declared, *extra]:
+            key, path = f"{layer}/{name}", ctx.table_path(layer, name)
+            if key in seen or (
+                (layer, name) not in declared and not filesystem(path).exists(path / "_delta_log")
+            ):
+                continue
+            try:
+                seen[key] = table_report(path, key, table_settings(ctx, layer, name))
+            except Exception as exc:  # a table being created, a broken log: shown, not fatal
+                seen[key] = {"table": key, "path": str(path), "error": str(exc).split("\n")[0]}
+    return list(seen.values())
 
 
 def run_file(settings: Settings, pipeline: str) -> Location:

@@ -265,8 +265,22 @@ def state_records(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) ->
     input=DeltaInput("bronze", "users_cdc"),
     output=FanOut(
         ToDelta("silver", "users_quarantine", prepare=quarantined, schema=QUARANTINE_DDL),
-        MergeDelta("silver", "users_history", merge_history, HISTORY_DDL, prepare=history),
-        MergeDelta("silver", "users", merge_latest, USERS_DDL, prepare=latest_state),
+        MergeDelta(
+            "silver",
+            "users_history",
+            merge_history,
+            HISTORY_DDL,
+            prepare=history,
+            cluster_by=("user_id",),
+        ),
+        MergeDelta(
+            "silver",
+            "users",
+            merge_latest,
+            USERS_DDL,
+            prepare=latest_state,
+            cluster_by=("user_id",),
+        ),
         ToPostgres(
             "postgres_table",
             key=("user_id",),

@@ -1,6 +1,7 @@
 """Delta Lake, by concern: the connector classes (:mod:`.connector`), the marked-commit
 protocol that makes them exactly-once (:mod:`.commits`), the run's log-checkpoint service
-(:mod:`.log_checkpoints`) and table creation (:mod:`.tables`)."""
+(:mod:`.log_checkpoints`), table maintenance (:mod:`.maintenance`) and table creation
+(:mod:`.tables`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,19 @@ from eventlake.connectors.delta.connector import (
     ToDelta,
 )
 from eventlake.connectors.delta.log_checkpoints import LogCheckpoints, log_checkpoints
+from eventlake.connectors.delta.maintenance import (
+    EXPECTATIONS_TABLE,
+    Action,
+    Maintenance,
+    TableFiles,
+    TableState,
+    maintain_table,
+    maintenance,
+    sink_committed,
+    table_files,
+    table_report,
+    table_settings,
+)
 from eventlake.connectors.delta.tables import (
     NO_INLINE_CHECKPOINTS,
     ddl_schema,
@@ -31,12 +45,17 @@ from eventlake.connectors.delta.tables import (
 
 __all__ = [
     "BATCH_MARK",
+    "EXPECTATIONS_TABLE",
     "NO_INLINE_CHECKPOINTS",
+    "Action",
     "DeltaInput",
     "DeltaOutput",
     "LogCheckpoints",
+    "Maintenance",
     "MergeBuilder",
     "MergeDelta",
+    "TableFiles",
+    "TableState",
     "ToDelta",
     "batch_committed",
     "batch_mark",
@@ -45,8 +64,14 @@ __all__ = [
     "enable_change_feed",
     "ensure_delta_table",
     "log_checkpoints",
+    "maintain_table",
+    "maintenance",
     "marked_commits",
     "newest_marked_batch",
     "sink_checkpoint_interval",
+    "sink_committed",
+    "table_files",
+    "table_report",
+    "table_settings",
     "write_once",
 ]

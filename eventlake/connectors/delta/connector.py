@@ -20,6 +20,12 @@ from eventlake.connectors.base import (
 from eventlake.connectors.capabilities import Guarantee, InputCapabilities, OutputCapabilities
 from eventlake.connectors.delta.commits import batch_committed, marked_commits, write_once
 from eventlake.connectors.delta.log_checkpoints import log_checkpoints
+from eventlake.connectors.delta.maintenance import (
+    maintenance,
+    merge_guard,
+    sink_committed,
+    table_settings,
+)
 from eventlake.connectors.delta.replay import replayed_files
 from eventlake.connectors.delta.tables import (
     delta_row_count,
@@ -121,6 +127,9 @@ class DeltaInput(_LakeTable, Input):
         if self.change_feed:
             enable_change_feed(ctx.spark, path)
             reader = reader.option("readChangeFeed", "true")
+        service = maintenance(ctx)
+        if service is not None:  # its VACUUM keeps what this flow may replay
+            service.add_reader(ctx.table_path(self.layer, self.name), ctx.checkpoint)
         return reader.load(path)
 
     def read_batch(self, ctx: FlowContext) -> DataFrame:
@@ -172,7 +181,8 @@ class DeltaOutput(_LakeTable, Output):
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         path = ctx.table_path(self.layer, self.name)
         interval = sink_checkpoint_interval(ctx)
-        ensure_delta_table(ctx.spark, path, schema, self.partition_by, interval)
+        kept = table_settings(ctx, self.layer, self.name).log_retention
+        ensure_delta_table(ctx.spark, path, schema, self.partition_by, interval, log_retention=kept)
 
     def partition_columns(self) -> tuple[str, ...]:
         return self.partition_by
@@ -216,6 +226,7 @@ class _DeltaBatches(BatchFunction):
             merge_schema=out.merge_schema,
             log_checkpoints=log_checkpoints(self.ctx),
         )
+        sink_committed(self.ctx, out.layer, out.name)
 
 
 @dataclass(frozen=True)
@@ -242,7 +253,9 @@ class ToDelta(_LakeTable, Target):
             return
         path = ctx.table_path(self.layer, self.name)
         interval = sink_checkpoint_interval(ctx)
-        ensure_delta_table(ctx.spark, path, self.schema or schema, self.partition_by, interval)
+        kept = table_settings(ctx, self.layer, self.name).log_retention
+        ensure_delta_table(ctx.spark, path, self.schema or schema, self.partition_by, interval,
+                           log_retention=kept)  # fmt: skip
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         write_once(
@@ -255,6 +268,7 @@ class ToDelta(_LakeTable, Target):
             merge_schema=self.merge_schema,
             log_checkpoints=log_checkpoints(batch.ctx),
         )
+        sink_committed(batch.ctx, self.layer, self.name)
 
 
 #: Builds the MERGE of ``source`` into ``target``; the fan-out executes it.
@@ -278,6 +292,9 @@ class MergeDelta(_LakeTable, Target):
     schema: str
     prepare: Prepare | None = None
     partition_by: tuple[str, ...] = ()
+    #: Liquid clustering of a new table on these columns (the merge key): the run's
+    #: compaction clusters it, so a MERGE reads the files of the keys it touches.
+    cluster_by: tuple[str, ...] = ()
     guarantee = Guarantee.EXACTLY_ONCE
 
     def describe(self, flow: FlowConfig | None = None) -> str:
@@ -289,7 +306,9 @@ class MergeDelta(_LakeTable, Target):
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         path = ctx.table_path(self.layer, self.name)
         interval = sink_checkpoint_interval(ctx)
-        ensure_delta_table(ctx.spark, path, self.schema, self.partition_by, interval)
+        kept = table_settings(ctx, self.layer, self.name).log_retention
+        ensure_delta_table(ctx.spark, path, self.schema, self.partition_by, interval,
+                           cluster_by=self.cluster_by, log_retention=kept)  # fmt: skip
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         from delta.tables import DeltaTable
@@ -297,14 +316,17 @@ class MergeDelta(_LakeTable, Target):
         source = self.rows(df, batch)
         path = batch.ctx.table_path(self.layer, self.name)
         interval = sink_checkpoint_interval(batch.ctx)
-        ensure_delta_table(batch.spark, path, self.schema, self.partition_by, interval)
+        kept = table_settings(batch.ctx, self.layer, self.name).log_retention
+        ensure_delta_table(batch.spark, path, self.schema, self.partition_by, interval,
+                           cluster_by=self.cluster_by, log_retention=kept)  # fmt: skip
         app_id = batch.app_id(self.target_id(batch.ctx))
         checkpoint = batch.ctx.checkpoint
         if batch_committed(path, app_ids=(app_id,), batch_id=batch.batch_id, checkpoint=checkpoint):
             return
-        with marked_commits(batch.spark, app_id, batch.batch_id):
+        with merge_guard(batch.ctx, path), marked_commits(batch.spark, app_id, batch.batch_id):
             target = DeltaTable.forPath(batch.spark, str(path))
             self.build(target, source, batch).execute()
         service = log_checkpoints(batch.ctx)
         if service is not None:
             service.after_commit(batch.spark, path)
+        sink_committed(batch.ctx, self.layer, self.name, merge_target=True)

@@ -20,6 +20,7 @@ CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 #: checkpoint never comes due.
 NO_INLINE_CHECKPOINTS = 2**31 - 1
 CHANGE_FEED_PROPERTY = "delta.enableChangeDataFeed"
+LOG_RETENTION_PROPERTY = "delta.logRetentionDuration"
 
 
 def ddl_schema(ddl: str) -> StructType:
@@ -37,10 +38,15 @@ def ensure_delta_table(
     schema: StructType | str,
     partition_by: tuple[str, ...] = (),
     checkpoint_interval: int | None = None,
+    *,
+    cluster_by: tuple[str, ...] = (),
+    log_retention: str | None = None,
 ) -> None:
     """Create an empty Delta table at ``path`` with ``schema`` (a struct or DDL) unless a
     Delta table is there already; ``checkpoint_interval`` sets its
-    ``delta.checkpointInterval`` (else the session's default)."""
+    ``delta.checkpointInterval`` (else the session's default), ``cluster_by`` makes it a
+    liquid-clustered table (OPTIMIZE clusters it), ``log_retention`` (a duration) sets
+    ``delta.logRetentionDuration``."""
     from delta.tables import DeltaTable
 
     if DeltaTable.isDeltaTable(spark, str(path)):
@@ -49,8 +55,12 @@ def ensure_delta_table(
     builder = DeltaTable.createIfNotExists(spark).location(str(path)).addColumns(struct)
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
+    if cluster_by:
+        builder = builder.clusterBy(*cluster_by)
     if checkpoint_interval is not None:
         builder = builder.property(CHECKPOINT_INTERVAL_PROPERTY, str(checkpoint_interval))
+    if log_retention is not None:
+        builder = builder.property(LOG_RETENTION_PROPERTY, f"interval {log_retention}")
     builder.execute()
 
 

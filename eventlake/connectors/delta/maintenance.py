@@ -1,0 +1,447 @@
+"""Keeping the Delta tables eventlake writes healthy: compaction (clustering, for clustered
+tables) once small files pile up, VACUUM with a retention no reader of the run can need,
+and what each table looks like now. A service of the run (:class:`Maintenance`) does it
+between batches; :func:`maintain_table` is the same work on demand (``eventlake maintain``).
+
+Compaction commits are ``dataChange=false``: a Delta streaming reader skips them, so a
+downstream flow reads no row twice, and the marks of the marked-commit protocol stay in
+the log where a replayed batch looks for them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from eventlake.durations import duration_ms
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from eventlake.config.model import MaintenanceSettings
+    from eventlake.context import FlowConfig, FlowContext
+    from eventlake.storage import Location
+
+log = logging.getLogger(__name__)
+
+#: The event table of expectation counts, under ``lake.root``.
+EXPECTATIONS_TABLE = ("_eventlake", "expectations")
+#: How long a run's end waits for maintenance under way (seconds).
+DRAIN_SECONDS = 120.0
+#: Spark refuses a VACUUM retention under 7 days unless told the caller checked it.
+_RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+#: The margin kept over what a reader of the run needs (ms).
+_READER_MARGIN_MS = 60 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """A Delta table's current data files."""
+
+    version: int
+    files: int
+    bytes: int
+    small_files: int
+
+    @property
+    def small_ratio(self) -> float:
+        return self.small_files / self.files if self.files else 0.0
+
+
+@dataclass(frozen=True)
+class Action:
+    """One maintenance action on a table."""
+
+    kind: str  # compact | vacuum
+    at_ms: int
+    seconds: float
+    detail: str
+    error: str | None = None
+
+
+@dataclass
+class TableState:
+    """What the run knows of one table it writes."""
+
+    path: str
+    table: str
+    settings: MaintenanceSettings
+    merge_target: bool = False
+    files: TableFiles | None = None
+    commits_since_check: int = 0
+    last_vacuum_ms: int = 0
+    actions: list[Action] = field(default_factory=list)
+
+    def record(self, action: Action) -> None:
+        self.actions = [*self.actions[-9:], action]
+
+    def last(self, kind: str) -> Action | None:
+        return next((a for a in reversed(self.actions) if a.kind == kind), None)
+
+
+def table_settings(ctx: FlowConfig, layer: str, table: str) -> MaintenanceSettings:
+    """The maintenance settings of ``layer/table`` as the flow ``ctx`` writes it."""
+    return ctx.settings.maintenance.for_table(f"{layer}/{table}", ctx.params.maintenance)
+
+
+def maintenance(ctx: FlowContext) -> Maintenance | None:
+    """The run's maintenance service, or None when ``maintenance.enabled`` is false."""
+    if not ctx.settings.maintenance.enabled:
+        return None
+    return ctx.run.service(Maintenance, lambda: Maintenance(ctx.spark))
+
+
+def sink_committed(ctx: FlowContext, layer: str, table: str, *, merge_target: bool = False) -> None:
+    """A sink of ``ctx`` committed to ``layer/table``: the run's maintenance may look at it."""
+    service = maintenance(ctx)
+    if service is not None:
+        path = ctx.table_path(layer, table)
+        settings = table_settings(ctx, layer, table)
+        service.after_commit(path, f"{layer}/{table}", settings, merge_target=merge_target)
+
+
+@contextmanager
+def merge_guard(ctx: FlowContext, path: Location) -> Iterator[None]:
+    """Held around a MERGE into ``path``: the run's compaction of the table waits."""
+    service = maintenance(ctx)
+    if service is None:
+        yield
+        return
+    with service.table_lock(path):
+        yield
+
+
+def table_files(spark: SparkSession | None, path: Location, small_bytes: int) -> TableFiles | None:
+    """The table's data files now (delta-rs for a local table, Spark's snapshot for a
+    URI); None when there is no table."""
+    if path.is_local:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            table = DeltaTable(str(path))
+        except TableNotFoundError:
+            return None
+        sizes = pa.table(table.get_add_actions(flatten=True)).column("size_bytes")
+        small = int(pc.sum(pc.less(sizes, small_bytes)).as_py() or 0)
+        total = int(pc.sum(sizes).as_py() or 0)
+        return TableFiles(int(table.version()), len(sizes), total, small)
+    assert spark is not None
+    from delta.tables import DeltaTable as SparkDeltaTable
+    from pyspark.sql import functions as F
+
+    if not SparkDeltaTable.isDeltaTable(spark, str(path)):
+        return None
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+        spark._jsparkSession, jvm.org.apache.hadoop.fs.Path(str(path))
+    )
+    snapshot = delta_log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    from pyspark.sql import DataFrame
+
+    files = DataFrame(snapshot.allFiles().toDF(), spark)
+    row = files.agg(
+        F.count("*").alias("n"),
+        F.coalesce(F.sum("size"), F.lit(0)).alias("bytes"),
+        F.sum(F.when(F.col("size") < small_bytes, 1).otherwise(0)).alias("small"),
+    ).head()
+    assert row is not None
+    return TableFiles(
+        int(snapshot.version()), int(row["n"]), int(row["bytes"]), int(row["small"] or 0)
+    )
+
+
+#: Commits of a table's history read for its last maintenance.
+HISTORY_COMMITS = 500
+_MAINTENANCE_OPERATIONS = {"OPTIMIZE": "compact", "VACUUM END": "vacuum"}
+
+
+def table_report(path: Location, table: str, settings: MaintenanceSettings) -> dict[str, Any]:
+    """What ``eventlake status``, the dashboard and the metrics show of a table: its files,
+    bytes, small files, and its last compaction and VACUUM (from its history; a local
+    table's, read with delta-rs; a URI's files are not counted here)."""
+    report: dict[str, Any] = {"table": table, "path": str(path), "files": None, "bytes": None,
+                              "small_files": None, "small_ratio": None,
+                              "last_compact": None, "last_vacuum": None}  # fmt: skip
+    if not path.is_local:
+        return report
+    files = table_files(None, path, settings.small_file_bytes)
+    if files is None:
+        return report
+    report.update(files=files.files, bytes=files.bytes, small_files=files.small_files,
+                  small_ratio=round(files.small_ratio, 3), version=files.version)  # fmt: skip
+    from deltalake import DeltaTable
+
+    for commit in DeltaTable(str(path)).history(HISTORY_COMMITS):
+        kind = _MAINTENANCE_OPERATIONS.get(str(commit.get("operation")))
+        if kind is None or report[f"last_{kind}"] is not None:
+            continue
+        metrics = commit.get("operationMetrics") or {}
+        if kind == "compact":
+            what = f"{metrics.get('numRemovedFiles')} files into {metrics.get('numAddedFiles')}"
+        else:
+            what = f"{metrics.get('numDeletedFiles')} files removed"
+        report[f"last_{kind}"] = {"at": int(commit["timestamp"]) / 1000, "version":
+                                  commit.get("version"), "did": what}  # fmt: skip
+        if report["last_compact"] is not None and report["last_vacuum"] is not None:
+            break
+    return report
+
+
+def compact(spark: SparkSession, path: Location) -> str:
+    """OPTIMIZE the table (a clustered table is clustered): a ``dataChange=false`` commit.
+    Returns what it did."""
+    from delta.tables import DeltaTable
+
+    spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: compact {path}")
+    result = DeltaTable.forPath(spark, str(path)).optimize().executeCompaction().head()
+    metrics = result["metrics"] if result is not None else None
+    if metrics is None:
+        return "nothing to compact"
+    return f"{metrics['numFilesRemoved']} files into {metrics['numFilesAdded']}"
+
+
+def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
+    """VACUUM the files no version newer than ``retention_ms`` ago needs (delta-rs for a
+    local table, in milliseconds; Spark's for a URI or a table delta-rs does not write).
+    Returns what it did."""
+    hours = max(retention_ms / 3_600_000, 0.0)
+    if path.is_local:
+        from deltalake import DeltaTable
+
+        try:
+            removed = DeltaTable(str(path)).vacuum(
+                retention_hours=int(hours), enforce_retention_duration=False, dry_run=False
+            )
+            return f"{len(removed)} files removed (retention {hours:.1f} h)"
+        except Exception as exc:  # a table feature delta-rs does not write
+            log.info("delta-rs did not vacuum %s (%s); Spark will", path, exc)
+    quoted = str(path).replace("`", "``")
+    spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: vacuum {path}")
+    previous = spark.conf.get(_RETENTION_CHECK, "true")
+    spark.conf.set(_RETENTION_CHECK, "false")  # the retention was computed for the readers
+    try:
+        doomed = spark.sql(f"VACUUM delta.`{quoted}` RETAIN {hours:.4f} HOURS DRY RUN").count()
+        spark.sql(f"VACUUM delta.`{quoted}` RETAIN {hours:.4f} HOURS").collect()
+    finally:
+        spark.conf.set(_RETENTION_CHECK, previous or "true")
+    return f"{doomed} files removed (retention {hours:.1f} h)"
+
+
+def commit_time_ms(path: Location, version: int) -> int | None:
+    """When ``version`` of the table was committed, from its log entry; None once the
+    entry is gone."""
+    from eventlake.storage import filesystem
+
+    entry = path / "_delta_log" / f"{version:020d}.json"
+    try:
+        text = filesystem(entry).read_text(entry)
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        info = json.loads(line).get("commitInfo") if line else None
+        if isinstance(info, dict) and "timestamp" in info:
+            return int(info["timestamp"])
+    return None
+
+
+def reader_versions(path: Location, checkpoints: Iterable[Location]) -> list[int]:
+    """The oldest table version each reading checkpoint may still replay from: its latest
+    planned batch's Delta source offset (``reservoirVersion``)."""
+    from eventlake.checkpoints import CheckpointLog
+
+    versions = []
+    for checkpoint in checkpoints:
+        log_ = CheckpointLog(checkpoint)
+        planned = log_.planned
+        if not planned:
+            continue
+        for source in log_.entry(planned[-1]).sources:
+            if isinstance(source, dict) and "reservoirVersion" in source:
+                versions.append(int(source["reservoirVersion"]))
+    return versions
+
+
+def safe_retention_ms(path: Location, configured_ms: int, readers: Iterable[Location]) -> int:
+    """A VACUUM retention that keeps what every reader of the run may replay: at least
+    ``configured_ms``, and back to the oldest version a reader's checkpoint names (with an
+    hour's margin)."""
+    now = int(time.time() * 1000)
+    retention = configured_ms
+    for version in reader_versions(path, readers):
+        committed = commit_time_ms(path, version)
+        if committed is None:
+            continue  # its log entry is gone: older than log retention, nothing to keep
+        retention = max(retention, now - committed + _READER_MARGIN_MS)
+    return retention
+
+
+def maintain_table(
+    spark: SparkSession,
+    state: TableState,
+    *,
+    readers: Iterable[Location] = (),
+    force: bool = False,
+    dry_run: bool = False,
+    lock: threading.Lock | None = None,
+) -> list[Action]:
+    """Compact the table when it holds ``compact_min_files`` small files (``force``: when it
+    holds two), and VACUUM it when ``vacuum_interval`` has gone by (``force``: now)."""
+    from eventlake.storage import Location
+
+    path = Location(state.path)
+    settings = state.settings
+    done: list[Action] = []
+    files = table_files(spark, path, settings.small_file_bytes)
+    state.files = files
+    if files is None:
+        return done
+    threshold = 2 if force else settings.compact_min_files
+    if files.small_files >= threshold:
+        done.append(_act("compact", dry_run, lambda: _locked(lock, lambda: compact(spark, path)),
+                         f"would compact {files.small_files} small files"))  # fmt: skip
+        state.files = table_files(spark, path, settings.small_file_bytes)
+    now = int(time.time() * 1000)
+    if force or now - state.last_vacuum_ms >= duration_ms(settings.vacuum_interval):
+        retention = safe_retention_ms(path, duration_ms(settings.vacuum_retention), readers)
+        planned = f"would vacuum with a retention of {retention / 3_600_000:.1f} h"
+        done.append(_act("vacuum", dry_run, lambda: vacuum(spark, path, retention), planned))
+        if not dry_run:
+            state.last_vacuum_ms = now
+    for action in done:
+        state.record(action)
+    return done
+
+
+def _locked(lock: threading.Lock | None, work: Callable[[], str]) -> str:
+    if lock is None:
+        return work()
+    with lock:
+        return work()
+
+
+def _act(kind: str, dry_run: bool, work: Callable[[], str], planned: str) -> Action:
+    started = time.monotonic()
+    at = int(time.time() * 1000)
+    if dry_run:
+        return Action(kind, at, 0.0, planned)
+    try:
+        detail = work()
+    except Exception as exc:  # a stopped session, a concurrent commit: tried again later
+        log.warning("%s failed: %s", kind, exc)
+        return Action(kind, at, time.monotonic() - started, "failed", error=str(exc).split("\n")[0])
+    return Action(kind, at, time.monotonic() - started, detail)
+
+
+class Maintenance:
+    """The run's table maintenance: after each commit of a sink, the table's small files
+    are counted now and then, and a table that is due is compacted and vacuumed on a
+    thread of its own while the next batches run.
+
+    Appends never conflict with a compaction. A MERGE does (it reads the files a
+    compaction replaces), so a MERGE target's writer holds :meth:`table_lock` around its
+    MERGE and the compaction takes it too: the flow's next batch waits at most for one
+    compaction, never fails on one. The service works on a session of its own, so a
+    batch's commit marks never reach its commits. One per run; :meth:`close` lets the
+    work under way finish.
+    """
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark.newSession()
+        self._tables: dict[str, TableState] = {}
+        self._readers: dict[str, set[str]] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._due: dict[str, None] = {}
+        self._busy = False
+        self._closing = False
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def table_lock(self, path: Location) -> threading.Lock:
+        """The lock a MERGE into ``path`` holds, so no compaction runs under it."""
+        with self._cond:
+            return self._locks.setdefault(str(path), threading.Lock())
+
+    def add_reader(self, path: Location, checkpoint: Location) -> None:
+        """A flow of the run streams the table at ``path`` from ``checkpoint``."""
+        with self._cond:
+            self._readers.setdefault(str(path), set()).add(str(checkpoint))
+
+    def after_commit(
+        self, path: Location, table: str, settings: MaintenanceSettings, *, merge_target: bool
+    ) -> None:
+        """A sink committed to ``path``: every few commits the table is looked at."""
+        if not settings.enabled:
+            return
+        key = str(path)
+        with self._cond:
+            if self._closing:
+                return
+            state = self._tables.get(key)
+            if state is None:
+                state = self._tables[key] = TableState(key, table, settings)
+                state.last_vacuum_ms = int(time.time() * 1000)  # a day's commits, then
+            state.settings, state.merge_target = settings, state.merge_target or merge_target
+            state.commits_since_check += 1
+            if state.commits_since_check < max(settings.compact_min_files // 4, 1):
+                return
+            state.commits_since_check = 0
+            self._due[key] = None
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="eventlake-maintenance", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+
+    def tables(self) -> list[TableState]:
+        """Each table the run wrote, as last looked at."""
+        with self._cond:
+            return [replace(s, actions=list(s.actions)) for s in self._tables.values()]
+
+    def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for due tables; whether all are done."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
+
+    def close(self) -> None:
+        self.drain(DRAIN_SECONDS)
+        with self._cond:
+            self._closing = True
+            self._due.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(DRAIN_SECONDS)
+
+    def _run(self) -> None:
+        from eventlake.storage import Location
+
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._due) or self._closing)
+                if self._closing:
+                    return
+                key = next(iter(self._due))
+                del self._due[key]
+                state = self._tables[key]
+                readers = [Location(r) for r in self._readers.get(key, ())]
+                lock = self._locks.get(key) if state.merge_target else None
+                self._busy = True
+            try:
+                for action in maintain_table(self._spark, state, readers=readers, lock=lock):
+                    log.info("%s %s: %s", action.kind, state.table, action.detail)
+            except Exception as e:  # a stopped session, a dropped table
+                log.warning("maintenance of %s failed: %s", key, e)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
