@@ -1,9 +1,11 @@
 """Faults on real components: the driver SIGKILLed 20 times at random points while records
-keep arriving, across four outputs at once: a Delta append, a Delta MERGE that counts
-records per key, a PostgreSQL upsert and an exactly-once Kafka relay. Each kill comes a
-random 0-3 s after the restarted run planned a new batch. After the last restart drains
-the topic, every output equals what was produced, computed here from the records sent:
-each record once in Delta and in the relay (read_committed), each key's count and newest
+keep arriving, across five outputs at once: a Delta append, a flow streaming that table
+into another, a Delta MERGE that counts records per key, a PostgreSQL upsert and an
+exactly-once Kafka relay, with the run's table maintenance on and due as often as it
+can be (test_maintenance_chaos.py kills runs between batches). Each kill comes a random
+0-3 s after the restarted run planned a new batch. After the last restart drains the topic,
+every output equals what was produced, computed here from the records sent: each record
+once in both Delta tables and in the relay (read_committed), each key's count and newest
 record in the MERGE table, each key's newest record in PostgreSQL."""
 
 from __future__ import annotations
@@ -33,13 +35,17 @@ pytestmark = pytest.mark.integration
 
 KILLS = 20
 KEYS = 40
-FLOWS = ("appended", "merged", "upserted", "relayed")
+FLOWS = ("appended", "copied", "merged", "upserted", "relayed")
+#: Maintenance as often as it can: a compaction every few commits, VACUUM every few seconds.
+MAINTENANCE = {"compact_min_files": 4, "vacuum_interval": "5 seconds",
+               "vacuum_retention": "0 seconds"}  # fmt: skip
 
 CHAOS = """
 from pyspark.sql import functions as F
 
 from eventlake.connectors import (
-    DeltaOutput, FanOut, KafkaInput, MergeDelta, ToKafkaExactlyOnce, ToPostgres, kafka_records,
+    DeltaInput, DeltaOutput, FanOut, KafkaInput, MergeDelta, ToKafkaExactlyOnce, ToPostgres,
+    kafka_records,
 )
 from eventlake.pipelines import Pipeline, PipelineParams
 
@@ -81,9 +87,14 @@ def appended(ctx, df):
     return numbered(df)
 
 
+@chaos.flow(input=DeltaInput("bronze", "events"), output=DeltaOutput("silver", "events"))
+def copied(ctx, df):
+    return df
+
+
 @chaos.flow(input=KafkaInput(), output=FanOut(
     MergeDelta("silver", "per_key", add_counts, "key STRING, records BIGINT, n BIGINT",
-               prepare=per_key)))
+               prepare=per_key, cluster_by=("key",))))
 def merged(ctx, df):
     return numbered(df)
 
@@ -142,7 +153,8 @@ def test_the_driver_killed_20_times_at_random_points_across_four_outputs(
     module = tmp_path / "chaos.py"
     module.write_text(CHAOS)
     pg = {"port": postgres.port, "password": "${EVENTLAKE_TEST_PG_PASSWORD}"}
-    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, postgres=pg, chaos={
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, postgres=pg,
+                       maintenance=MAINTENANCE, chaos={
         "topic": source, "out_topic": out, "pg_table": table,
         "max_offsets_per_trigger": 400, "trigger": "1 second"})  # fmt: skip
     logs = [CheckpointLog(tmp_path / "checkpoints" / "chaos" / f) for f in FLOWS]
@@ -195,6 +207,8 @@ def test_the_driver_killed_20_times_at_random_points_across_four_outputs(
     appended = read_delta(tmp_path / "lake" / "bronze" / "events").to_pylist()
     assert sorted(r["n"] for r in appended) == list(range(total))  # each once
     assert len({(r["partition"], r["offset"]) for r in appended}) == total
+    copied = read_delta(tmp_path / "lake" / "silver" / "events").to_pylist()
+    assert sorted(r["n"] for r in copied) == list(range(total))  # compactions read as no data
 
     merged = read_delta(tmp_path / "lake" / "silver" / "per_key").to_pylist()
     assert {r["key"]: r["records"] for r in merged} == dict(count)
@@ -207,7 +221,26 @@ def test_the_driver_killed_20_times_at_random_points_across_four_outputs(
     relayed = consume_topic(bootstrap, out, committed_only=True, timeout=120)
     assert Counter(relayed) == Counter((key, f"seen:{value}") for key, value in sent)
 
+    # The runs cut short commit little; the table the most runs committed to was compacted
+    # while its reader streamed it (tests/faults/test_maintenance_chaos.py: between batches).
+    done = {name: _maintenance(tmp_path / "lake" / name) for name in MAINTAINED}
+    assert done["bronze/events"]["OPTIMIZE"] > 0, done
     with capsys.disabled():
         print(f"\n[fault] the driver SIGKILLed {KILLS} times over {chaos_time:.0f} s "
-              f"({in_flight} flow-batches cut in flight) with {total} records arriving: "
-              f"the last run drained the rest in {drain:.1f} s; every output exact")  # fmt: skip
+              f"({in_flight} flow-batches cut in flight) with {total} records arriving, "
+              f"maintenance {done}: the last run drained the rest in {drain:.1f} s; "
+              "every output exact")  # fmt: skip
+
+
+MAINTAINED = ("bronze/events", "silver/events", "silver/per_key")
+
+
+def _maintenance(path: Path) -> dict[str, int]:
+    """Compactions and VACUUMs in the table's history, and the files VACUUM deleted."""
+    from deltalake import DeltaTable
+
+    history = DeltaTable(str(path)).history()
+    ops = Counter(str(c.get("operation")) for c in history)
+    deleted = sum(int((c.get("operationMetrics") or {}).get("numDeletedFiles", 0))
+                  for c in history if c.get("operation") == "VACUUM END")  # fmt: skip
+    return {"OPTIMIZE": ops["OPTIMIZE"], "VACUUM END": ops["VACUUM END"], "deleted": deleted}

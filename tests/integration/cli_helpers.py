@@ -17,6 +17,7 @@ def write_config(
     root: Path | str,
     *,
     postgres: dict[str, Any] | None = None,
+    maintenance: dict[str, Any] | None = None,
     **pipelines: dict[str, Any],
 ) -> Path:
     config: dict[str, Any] = {
@@ -32,6 +33,8 @@ def write_config(
     }
     if postgres is not None:
         config["postgres"] = postgres
+    if maintenance is not None:
+        config["maintenance"] = maintenance
     path.write_text(yaml.safe_dump(config))
     return path
 

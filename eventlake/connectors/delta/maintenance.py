@@ -36,8 +36,11 @@ EXPECTATIONS_TABLE = ("_eventlake", "expectations")
 DRAIN_SECONDS = 120.0
 #: Spark refuses a VACUUM retention under 7 days unless told the caller checked it.
 _RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
-#: The margin kept over what a reader of the run needs (ms).
-_READER_MARGIN_MS = 60 * 60 * 1000
+#: How many tasks list a table's folders for VACUUM.
+_LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+#: The margin kept over what a reader of the run needs (ms): clocks of writers and of
+#: this process may differ by that much.
+_READER_MARGIN_MS = 60 * 1000
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,16 @@ def table_report(path: Location, table: str, settings: MaintenanceSettings) -> d
     return report
 
 
+def maintenance_session(spark: SparkSession) -> SparkSession:
+    """A session of its own for maintenance: no batch's commit marks reach its commits, and
+    VACUUM lists a table's folders in as many tasks as there are cores (Spark's default,
+    10,000 tasks, keeps 2 cores busy for over a minute)."""
+    session = spark.newSession()
+    cores = max(spark.sparkContext.defaultParallelism, 1)
+    session.conf.set(_LISTING_PARALLELISM, str(cores))
+    return session
+
+
 def compact(spark: SparkSession, path: Location) -> str:
     """OPTIMIZE the table (a clustered table is clustered): a ``dataChange=false`` commit.
     Returns what it did."""
@@ -230,11 +243,14 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
     previous = spark.conf.get(_RETENTION_CHECK, "true")
     spark.conf.set(_RETENTION_CHECK, "false")  # the retention was computed for the readers
     try:
-        doomed = spark.sql(f"VACUUM delta.`{quoted}` RETAIN {hours:.4f} HOURS DRY RUN").count()
         spark.sql(f"VACUUM delta.`{quoted}` RETAIN {hours:.4f} HOURS").collect()
     finally:
         spark.conf.set(_RETENTION_CHECK, previous or "true")
-    return f"{doomed} files removed (retention {hours:.1f} h)"
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    last = SparkDeltaTable.forPath(spark, str(path)).history(1).head()
+    metrics = (last["operationMetrics"] or {}) if last is not None else {}
+    return f"{metrics.get('numDeletedFiles', '?')} files removed (retention {hours:.1f} h)"
 
 
 def commit_time_ms(path: Location, version: int) -> int | None:
@@ -273,8 +289,8 @@ def reader_versions(path: Location, checkpoints: Iterable[Location]) -> list[int
 
 def safe_retention_ms(path: Location, configured_ms: int, readers: Iterable[Location]) -> int:
     """A VACUUM retention that keeps what every reader of the run may replay: at least
-    ``configured_ms``, and back to the oldest version a reader's checkpoint names (with an
-    hour's margin)."""
+    ``configured_ms``, and back to the oldest version a reader's checkpoint names (with a
+    minute's margin)."""
     now = int(time.time() * 1000)
     retention = configured_ms
     for version in reader_versions(path, readers):
@@ -356,7 +372,7 @@ class Maintenance:
     """
 
     def __init__(self, spark: SparkSession) -> None:
-        self._spark = spark.newSession()
+        self._spark = maintenance_session(spark)
         self._tables: dict[str, TableState] = {}
         self._readers: dict[str, set[str]] = {}
         self._locks: dict[str, threading.Lock] = {}

@@ -1,0 +1,150 @@
+"""Table maintenance you can see and run: a table's files, small files and last compaction
+and VACUUM in `eventlake status` and /metrics, and `eventlake maintain` (dry run, then for
+real) compacting it without changing a row a downstream flow reads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
+from eventlake.kafka import produce
+from eventlake.pipelines import Pipeline
+from eventlake.testing import (
+    read_delta,
+    run_available_now,
+    running_pipeline,
+    settings_for,
+    unique_name,
+    wait_until,
+)
+from tests.integration.cli_helpers import run_cli, write_config
+
+pytestmark = pytest.mark.integration
+
+MODULE = """
+from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
+from eventlake.pipelines import Pipeline
+
+kept = Pipeline("kept")
+
+
+@kept.flow(input=KafkaInput(), output=DeltaOutput("bronze", "kept"))
+def raw(ctx, df):
+    return kafka_records(df).select("key", "value")
+
+
+@kept.flow(input=DeltaInput("bronze", "kept"), output=DeltaOutput("silver", "kept"))
+def copied(ctx, df):
+    return df
+"""
+
+
+def _files(path: Path) -> int:
+    return len(DeltaTable(str(path)).file_uris())
+
+
+def test_maintain_compacts_and_status_shows_it(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=2, prefix="kept")
+    module = tmp_path / "kept.py"
+    module.write_text(MODULE)
+    off = {"enabled": False}  # the runs leave their small files for `maintain`
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, maintenance=off,
+                       kept={"topic": topic})  # fmt: skip
+    sent = []
+    for run in range(5):  # five runs: five commits of small files in each table
+        batch = [(f"k{run}-{i}", json.dumps({"run": run, "i": i})) for i in range(20)]
+        produce(bootstrap, topic, batch)
+        sent += batch
+        done = run_cli("--config", str(cfg), "run", "kept", "--module", str(module),
+                       "--trigger", "available-now", "-q")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    bronze, silver = tmp_path / "lake" / "bronze" / "kept", tmp_path / "lake" / "silver" / "kept"
+    before = _files(bronze)
+    assert before >= 5
+
+    status = run_cli("--config", str(cfg), "status", "kept", "--module", str(module),
+                     "--format", "json")  # fmt: skip
+    tables = {t["table"]: t for t in json.loads(status.stdout)["tables"]}
+    assert tables["bronze/kept"]["files"] == before
+    assert tables["bronze/kept"]["small_files"] == before
+    assert tables["bronze/kept"]["last_compact"] is None
+
+    dry = run_cli("--config", str(cfg), "maintain", "kept", "--module", str(module), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would compact" in dry.stdout
+    assert _files(bronze) == before  # nothing done
+
+    done = run_cli("--config", str(cfg), "maintain", "kept", "--module", str(module), "--force")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _files(bronze) == 1
+    assert _files(silver) == 1
+    assert sorted(r["key"] for r in read_delta(bronze).to_pylist()) == sorted(k for k, _ in sent)
+    history = DeltaTable(str(bronze)).history()
+    assert [c["operation"] for c in history if c["operation"] == "OPTIMIZE"] == ["OPTIMIZE"]
+    assert any(c["operation"] == "VACUUM END" for c in history)
+
+    # A downstream flow reads the compaction as no data: the new rows only, each once.
+    more = [(f"k5-{i}", json.dumps({"run": 5, "i": i})) for i in range(20)]
+    produce(bootstrap, topic, more)
+    done = run_cli("--config", str(cfg), "run", "kept", "--module", str(module),
+                   "--trigger", "available-now", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    copied = sorted(r["key"] for r in read_delta(silver).to_pylist())
+    assert copied == sorted(k for k, _ in [*sent, *more])
+
+    status = run_cli("--config", str(cfg), "status", "kept", "--module", str(module))
+    assert status.returncode == 0, status.stderr
+    assert "bronze/kept" in status.stdout
+    assert "files into 1" in status.stdout  # the last compaction, as the table shows it
+    unknown = run_cli("--config", str(cfg), "maintain", "kept", "--module", str(module),
+                      "--table", "gold/nothing")  # fmt: skip
+    assert unknown.returncode == 1
+    assert "writes no table gold/nothing" in unknown.stderr
+
+
+def test_a_run_compacts_its_tables_between_batches_and_metrics_show_them(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=1, prefix="metered")
+    pipeline = Pipeline(unique_name("metered").replace("-", "_"))
+
+    @pipeline.flow(input=KafkaInput(), output=DeltaOutput("bronze", "metered"))
+    def raw(ctx, df):  # type: ignore[no-untyped-def]
+        return kafka_records(df).select("key", "value")
+
+    @pipeline.flow(input=DeltaInput("bronze", "metered"), output=DeltaOutput("silver", "metered"))
+    def copied(ctx, df):  # type: ignore[no-untyped-def]
+        return df
+
+    params = {"topic": topic, "trigger": "1 second", "maintenance": {"compact_min_files": 3}}
+    settings = settings_for(tmp_path, bootstrap, **{pipeline.name: params})
+    bronze = tmp_path / "lake" / "bronze" / "metered"
+    sent: list[str] = []
+    with running_pipeline(pipeline, settings) as run:
+
+        def compacted() -> bool:
+            batch = [f"m{len(sent) + i}" for i in range(5)]
+            produce(bootstrap, topic, [(k, "{}") for k in batch])
+            sent.extend(batch)
+            history = DeltaTable(str(bronze)).history() if bronze.exists() else []
+            return any(c["operation"] == "OPTIMIZE" for c in history)
+
+        wait_until(compacted, timeout=180, interval=1.0, what="a compaction of bronze")
+        samples = run.metrics()
+        files = {s.labels["table"]: s.value for s in samples["eventlake_table_files"]}
+        assert files["bronze/metered"] >= 1
+        assert "silver/metered" in files
+        assert "eventlake_table_small_files" in samples
+        record = run.status()
+        assert {t["table"] for t in record["tables"]} >= {"bronze/metered", "silver/metered"}
+    # Drained: every row once downstream, however often bronze was compacted under it.
+    run_available_now(pipeline, settings)
+    copied_keys = sorted(r["key"] for r in read_delta(tmp_path / "lake/silver/metered").to_pylist())
+    assert copied_keys == sorted(sent)
