@@ -73,7 +73,7 @@ def maintain_pipeline(
         layer, table = name.split("/", 1)
         path = ctx.table_path(layer, table)
         tuned = table_settings(ctx, layer, table)
-        state = TableState(str(path), name, tuned, last_vacuum_ms=0)
+        state = TableState(str(path), name, tuned)
         before = table_files(spark, path, tuned.small_file_bytes)
         readers = readers_of(pipeline, settings, (layer, table))
         actions = maintain_table(spark, state, readers=readers, force=force, dry_run=dry_run)

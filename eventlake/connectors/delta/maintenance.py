@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -78,7 +79,8 @@ class TableState:
     merge_target: bool = False
     files: TableFiles | None = None
     commits_since_check: int = 0
-    last_vacuum_ms: int = 0
+    #: When the table was last vacuumed (epoch ms); None: not known yet (its history says).
+    last_vacuum_ms: int | None = None
     actions: list[Action] = field(default_factory=list)
 
     def record(self, action: Action) -> None:
@@ -231,11 +233,12 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
     if path.is_local:
         from deltalake import DeltaTable
 
+        whole = math.ceil(hours)  # delta-rs takes whole hours: rounded up, never less
         try:
             removed = DeltaTable(str(path)).vacuum(
-                retention_hours=int(hours), enforce_retention_duration=False, dry_run=False
+                retention_hours=whole, enforce_retention_duration=False, dry_run=False
             )
-            return f"{len(removed)} files removed (retention {hours:.1f} h)"
+            return f"{len(removed)} files removed (retention {whole} h)"
         except Exception as exc:  # a table feature delta-rs does not write
             log.info("delta-rs did not vacuum %s (%s); Spark will", path, exc)
     quoted = str(path).replace("`", "``")
@@ -251,6 +254,19 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
     last = SparkDeltaTable.forPath(spark, str(path)).history(1).head()
     metrics = (last["operationMetrics"] or {}) if last is not None else {}
     return f"{metrics.get('numDeletedFiles', '?')} files removed (retention {hours:.1f} h)"
+
+
+def last_vacuum_ms(path: Location) -> int:
+    """When the table's last VACUUM ended (epoch ms), from its recent history; 0 when it
+    has none there (or it is not local: then it is vacuumed on the run's first look)."""
+    if not path.is_local:
+        return 0
+    from deltalake import DeltaTable
+
+    for commit in DeltaTable(str(path)).history(HISTORY_COMMITS):
+        if commit.get("operation") == "VACUUM END":
+            return int(commit["timestamp"])
+    return 0
 
 
 def commit_time_ms(path: Location, version: int) -> int | None:
@@ -271,19 +287,19 @@ def commit_time_ms(path: Location, version: int) -> int | None:
 
 
 def reader_versions(path: Location, checkpoints: Iterable[Location]) -> list[int]:
-    """The oldest table version each reading checkpoint may still replay from: its latest
-    planned batch's Delta source offset (``reservoirVersion``)."""
+    """The oldest table version each reading checkpoint may still replay from. A replay of
+    its newest planned batch starts where the batch before it ended, so the older of the
+    two newest offsets entries counts (a Delta source offset's ``reservoirVersion``; for
+    a batch of the starting snapshot, the snapshot's version)."""
     from eventlake.checkpoints import CheckpointLog
 
     versions = []
     for checkpoint in checkpoints:
         log_ = CheckpointLog(checkpoint)
-        planned = log_.planned
-        if not planned:
-            continue
-        for source in log_.entry(planned[-1]).sources:
-            if isinstance(source, dict) and "reservoirVersion" in source:
-                versions.append(int(source["reservoirVersion"]))
+        for batch in log_.planned[-2:]:
+            for source in log_.entry(batch).sources:
+                if isinstance(source, dict) and "reservoirVersion" in source:
+                    versions.append(int(source["reservoirVersion"]))
     return versions
 
 
@@ -327,6 +343,8 @@ def maintain_table(
                          f"would compact {files.small_files} small files"))  # fmt: skip
         state.files = table_files(spark, path, settings.small_file_bytes)
     now = int(time.time() * 1000)
+    if state.last_vacuum_ms is None:
+        state.last_vacuum_ms = last_vacuum_ms(path)
     if force or now - state.last_vacuum_ms >= duration_ms(settings.vacuum_interval):
         retention = safe_retention_ms(path, duration_ms(settings.vacuum_retention), readers)
         planned = f"would vacuum with a retention of {retention / 3_600_000:.1f} h"
@@ -405,7 +423,6 @@ class Maintenance:
             state = self._tables.get(key)
             if state is None:
                 state = self._tables[key] = TableState(key, table, settings)
-                state.last_vacuum_ms = int(time.time() * 1000)  # a day's commits, then
             state.settings, state.merge_target = settings, state.merge_target or merge_target
             state.commits_since_check += 1
             if state.commits_since_check < max(settings.compact_min_files // 4, 1):
