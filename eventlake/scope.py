@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -83,6 +83,67 @@ class BatchMemo:
                 df.unpersist()
             except Exception as e:  # a stopped session has released it already
                 log.debug("unpersist at the run's end: %s", e)
+
+
+T = TypeVar("T")
+
+
+class DueWork(Generic[T]):
+    """Work by key for a background service: done one key at a time by ``work(key, item)``
+    on a daemon thread of its own (started on first use), a key due again while it waits
+    done once with its newest item, in the order keys came due. :meth:`close` lets what is
+    due finish (up to ``drain_seconds``), then stops the thread."""
+
+    def __init__(self, name: str, work: Callable[[str, T], None], drain_seconds: float) -> None:
+        self.name, self.work, self.drain_seconds = name, work, drain_seconds
+        self._due: dict[str, T] = {}
+        self._busy = False
+        self._closing = False
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def put(self, key: str, item: T) -> None:
+        """``key`` is due with ``item`` (ignored once closing)."""
+        with self._cond:
+            if self._closing:
+                return
+            self._due[key] = item
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for what is due; whether all is done."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
+
+    def close(self) -> None:
+        self.drain(self.drain_seconds)
+        with self._cond:
+            self._closing = True
+            self._due.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(self.drain_seconds)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._due) or self._closing)
+                if self._closing:
+                    return
+                key = next(iter(self._due))
+                item = self._due.pop(key)
+                self._busy = True
+            try:
+                self.work(key, item)
+            except Exception as e:  # a stopped session, a dropped table: next time
+                log.warning("%s of %s failed: %s", self.name, key, e)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
 
 
 class RunScope:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from typing import TYPE_CHECKING
 
 from eventlake.connectors.delta.commits import commit_versions
 from eventlake.connectors.delta.tables import CHECKPOINT_INTERVAL_PROPERTY, NO_INLINE_CHECKPOINTS
+from eventlake.scope import DueWork
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,60 +52,26 @@ class LogCheckpoints:
 
     def __init__(self, every: int) -> None:
         self.every = every
-        self._due: dict[str, tuple[SparkSession, Location]] = {}
         self._inline: set[str] = set()
-        self._busy = False
-        self._closing = False
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._work: DueWork[tuple[SparkSession, Location]] = DueWork(
+            "eventlake-log-checkpoints", self._checkpoint, DRAIN_SECONDS
+        )
 
     def after_commit(self, spark: SparkSession, path: Location) -> None:
         """A sink committed to the table at ``path``: checkpoint it if it is due."""
-        if str(path) in self._inline:
-            return
-        with self._cond:
-            if self._closing:
-                return
-            self._due[str(path)] = (spark, path)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="eventlake-log-checkpoints", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify_all()
+        if str(path) not in self._inline:
+            self._work.put(str(path), (spark, path))
 
     def drain(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the due checkpoints; whether all are done."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
+        return self._work.drain(timeout)
 
     def close(self) -> None:
         """Let the due checkpoints finish (bounded), then stop the thread."""
-        self.drain(DRAIN_SECONDS)
-        with self._cond:
-            self._closing = True
-            self._due.clear()
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(DRAIN_SECONDS)
+        self._work.close()
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: bool(self._due) or self._closing)
-                if self._closing:
-                    return
-                key = next(iter(self._due))
-                spark, path = self._due.pop(key)
-                self._busy = True
-            try:
-                self._checkpoint_if_due(spark, path)
-            except Exception as e:  # a stopped session, a dropped table
-                log.warning("Delta log checkpoint of %s failed: %s", path, e)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+    def _checkpoint(self, _key: str, item: tuple[SparkSession, Location]) -> None:
+        self._checkpoint_if_due(*item)
 
     def _checkpoint_if_due(self, spark: SparkSession, path: Location) -> None:
         from eventlake.storage import filesystem

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from eventlake.durations import duration_ms
+from eventlake.scope import DueWork
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -394,20 +395,17 @@ class Maintenance:
         self._tables: dict[str, TableState] = {}
         self._readers: dict[str, set[str]] = {}
         self._locks: dict[str, threading.Lock] = {}
-        self._due: dict[str, None] = {}
-        self._busy = False
-        self._closing = False
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._work: DueWork[None] = DueWork("eventlake-maintenance", self._maintain, DRAIN_SECONDS)
 
     def table_lock(self, path: Location) -> threading.Lock:
         """The lock a MERGE into ``path`` holds, so no compaction runs under it."""
-        with self._cond:
+        with self._lock:
             return self._locks.setdefault(str(path), threading.Lock())
 
     def add_reader(self, path: Location, checkpoint: Location) -> None:
         """A flow of the run streams the table at ``path`` from ``checkpoint``."""
-        with self._cond:
+        with self._lock:
             self._readers.setdefault(str(path), set()).add(str(checkpoint))
 
     def after_commit(
@@ -417,64 +415,33 @@ class Maintenance:
         if not settings.enabled:
             return
         key = str(path)
-        with self._cond:
-            if self._closing:
-                return
-            state = self._tables.get(key)
-            if state is None:
-                state = self._tables[key] = TableState(key, table, settings)
+        with self._lock:
+            state = self._tables.setdefault(key, TableState(key, table, settings))
             state.settings, state.merge_target = settings, state.merge_target or merge_target
             state.commits_since_check += 1
             if state.commits_since_check < max(settings.compact_min_files // 4, 1):
                 return
             state.commits_since_check = 0
-            self._due[key] = None
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="eventlake-maintenance", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify_all()
+        self._work.put(key, None)
 
     def tables(self) -> list[TableState]:
         """Each table the run wrote, as last looked at."""
-        with self._cond:
+        with self._lock:
             return [replace(s, actions=list(s.actions)) for s in self._tables.values()]
 
     def drain(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for due tables; whether all are done."""
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
+        return self._work.drain(timeout)
 
     def close(self) -> None:
-        self.drain(DRAIN_SECONDS)
-        with self._cond:
-            self._closing = True
-            self._due.clear()
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(DRAIN_SECONDS)
+        self._work.close()
 
-    def _run(self) -> None:
+    def _maintain(self, key: str, _item: None) -> None:
         from eventlake.storage import Location
 
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: bool(self._due) or self._closing)
-                if self._closing:
-                    return
-                key = next(iter(self._due))
-                del self._due[key]
-                state = self._tables[key]
-                readers = [Location(r) for r in self._readers.get(key, ())]
-                lock = self._locks.get(key) if state.merge_target else None
-                self._busy = True
-            try:
-                for action in maintain_table(self._spark, state, readers=readers, lock=lock):
-                    log.info("%s %s: %s", action.kind, state.table, action.detail)
-            except Exception as e:  # a stopped session, a dropped table
-                log.warning("maintenance of %s failed: %s", key, e)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+        with self._lock:
+            state = self._tables[key]
+            readers = [Location(r) for r in self._readers.get(key, ())]
+            lock = self._locks.get(key) if state.merge_target else None
+        for action in maintain_table(self._spark, state, readers=readers, lock=lock):
+            log.info("%s %s: %s", action.kind, state.table, action.detail)
