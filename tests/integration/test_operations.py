@@ -232,6 +232,10 @@ def test_dashboard_in_chromium_and_lateness_advice(
     assert keep is not None, advice
     assert int(keep.group(1)) >= 20 * 60, advice
     assert shot.stat().st_size > 20_000
+    # Its tables panel: each table the flows write, with its files as the log has them.
+    tables = dict(zip(page.texts["table-name"], page.texts["table-files"], strict=True))
+    assert {"silver/clicks", "silver/clicks_quarantine"} <= set(tables), tables
+    assert int(tables["silver/clicks"].replace(",", "")) >= 1
 
     # The CLI's numbers, against the generator's: the 20-minute-late events and only
     # they are beyond the 10-minute watermark.
