@@ -41,7 +41,7 @@ LAG_INTERVAL_SECONDS = 2.0
 #: counts rows in the outputs), however many clients ask.
 STATUS_SECONDS = 2.0
 #: How often the tables' files and last maintenance are read again (seconds).
-TABLES_SECONDS = 30.0
+TABLES_SECONDS = 5.0
 
 
 class RunMonitor:
