@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 
 #: The event table of expectation counts, under ``lake.root``.
 EXPECTATIONS_TABLE = ("_eventlake", "expectations")
-#: How long a run's end waits for maintenance under way (seconds).
-DRAIN_SECONDS = 120.0
+#: How long a run's end waits for maintenance under way or due (seconds): a stop under
+#: systemd (90 s to stop by default) must not wait on a compaction.
+DRAIN_SECONDS = 30.0
 #: Spark refuses a VACUUM retention under 7 days unless told the caller checked it.
 _RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 #: How many tasks list a table's folders for VACUUM.
