@@ -1,4 +1,4 @@
-"""Table maintenance under SIGKILL: the driver killed 6 times, each time after its run
+"""Table maintenance under SIGKILL: the driver killed 4 times, each time after its run
 committed a few batches, while the run's maintenance compacts (clusters) and vacuums
 between them: an appended table, a flow streaming it into another (its reader), and a
 clustered MERGE target. After a last run drains the topic, every table holds each record
@@ -26,7 +26,7 @@ from tests.integration.cli_helpers import cli_command, write_config
 
 pytestmark = pytest.mark.integration
 
-KILLS = 6
+KILLS = 4
 FLOWS = ("appended", "copied", "merged")
 TABLES = ("bronze/events", "silver/events", "silver/per_key")
 MAINTENANCE = {"compact_min_files": 3, "vacuum_interval": "10 seconds",
