@@ -32,7 +32,7 @@ def test_missing_data_source_is_a_missing_jar(spark: SparkSession) -> None:
     assert err.code == ErrorCode.JARS_MISSING
     assert err.spark_condition == "DATA_SOURCE_NOT_FOUND"
     assert err.fix is not None
-    assert "make jars" in err.fix
+    assert "eventlake jars fetch" in err.fix
 
 
 def test_unreachable_kafka_by_exception_class(spark: SparkSession) -> None:
