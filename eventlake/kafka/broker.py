@@ -2,8 +2,9 @@
 (:class:`EmbeddedKafkaBroker`) or a cluster of them (:class:`EmbeddedKafkaCluster`).
 
 The broker's jars are the kafka-broker set of the jar lock (``eventlake jars fetch``).
-Each broker owns a data folder holding its ``server.properties``, its log directory, ``broker.json`` (ports,
-cluster id) and ``broker.pid``; brokers with different ports and folders run side by side.
+Each broker owns a data folder holding its ``server.properties``, its log directory,
+``broker.json`` (ports, cluster id) and ``broker.pid``; brokers with different ports and
+folders run side by side.
 The processes outlive the CLI call that started them, until ``stop``.
 """
 
