@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from eventlake.config import load_settings
 from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
 from eventlake.kafka import produce
 from eventlake.pipelines import Pipeline
+from eventlake.pipelines.loader import load_pipelines
 from eventlake.testing import (
     read_delta,
     run_available_now,
@@ -57,14 +59,13 @@ def test_maintain_compacts_and_status_shows_it(
     off = {"enabled": False}  # the runs leave their small files for `maintain`
     cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, maintenance=off,
                        kept={"topic": topic})  # fmt: skip
+    settings, registry = load_settings(cfg), load_pipelines([module])
     sent = []
     for run in range(3):  # three runs: three commits of small files in each table
         batch = [(f"k{run}-{i}", json.dumps({"run": run, "i": i})) for i in range(20)]
         produce(bootstrap, topic, batch)
         sent += batch
-        done = run_cli("--config", str(cfg), "run", "kept", "--module", str(module),
-                       "--trigger", "available-now", "-q")  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        run_available_now("kept", settings, registry=registry)  # in this test's Spark
     bronze, silver = tmp_path / "lake" / "bronze" / "kept", tmp_path / "lake" / "silver" / "kept"
     before = _files(bronze)
     assert before >= 3
@@ -96,9 +97,7 @@ def test_maintain_compacts_and_status_shows_it(
     # A downstream flow reads the compaction as no data: the new rows only, each once.
     more = [(f"k3-{i}", json.dumps({"run": 3, "i": i})) for i in range(20)]
     produce(bootstrap, topic, more)
-    done = run_cli("--config", str(cfg), "run", "kept", "--module", str(module),
-                   "--trigger", "available-now", "-q")  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    run_available_now("kept", settings, registry=registry)
     copied = sorted(r["key"] for r in read_delta(silver).to_pylist())
     assert copied == sorted(k for k, _ in [*sent, *more])
 
