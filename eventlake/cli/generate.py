@@ -37,7 +37,7 @@ def orders(
     duplicate_fraction: Fraction = 0.0,
     malformed_fraction: Fraction = 0.0,
     start: Annotated[
-        str | None, typer.Option(help="Event time of the first order (ISO-8601, timezone.utc).")
+        str | None, typer.Option(help="Event time of the first order (ISO-8601, UTC).")
     ] = None,
     partitions: Annotated[int, typer.Option(min=1, help="Partitions if created.")] = 3,
     bootstrap_servers: Annotated[str | None, typer.Option()] = None,

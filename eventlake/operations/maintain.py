@@ -3,17 +3,9 @@ Kubernetes CronJob) or a pipeline that is stopped."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from eventlake.connectors.delta import (
-    Action,
-    TableFiles,
-    TableState,
-    maintain_table,
-    table_files,
-    table_settings,
-)
+from eventlake.connectors.delta import Maintained, TableState, maintain_table, table_settings
 from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.operations.status import table_reports
 
@@ -23,16 +15,6 @@ if TYPE_CHECKING:
     from eventlake.config import Settings
     from eventlake.pipelines.api import Pipeline
     from eventlake.storage import Location
-
-
-@dataclass(frozen=True)
-class Maintained:
-    """What ``maintain`` did to one table."""
-
-    table: str
-    before: TableFiles | None
-    after: TableFiles | None
-    actions: list[Action]
 
 
 def readers_of(pipeline: Pipeline, settings: Settings, table: tuple[str, str]) -> list[Location]:
@@ -72,11 +54,7 @@ def maintain_pipeline(
     for name in tables or list(reports):
         layer, table = name.split("/", 1)
         path = ctx.table_path(layer, table)
-        tuned = table_settings(ctx, layer, table)
-        state = TableState(str(path), name, tuned)
-        before = table_files(spark, path, tuned.small_file_bytes)
+        state = TableState(str(path), name, table_settings(ctx, layer, table))
         readers = readers_of(pipeline, settings, (layer, table))
-        actions = maintain_table(spark, state, readers=readers, force=force, dry_run=dry_run)
-        after = before if dry_run else table_files(spark, path, tuned.small_file_bytes)
-        done.append(Maintained(name, before, after, actions))
+        done.append(maintain_table(spark, state, readers=readers, force=force, dry_run=dry_run))
     return done

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 class Verification:
     flow: str
     batch_id: int
-    #: The watermark of the last committed batch (ISO, timezone.utc), None without one.
+    #: The watermark of the last committed batch (ISO, UTC), None without one.
     watermark: str | None
     expected_rows: int
     output_rows: int

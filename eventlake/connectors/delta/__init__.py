@@ -24,6 +24,7 @@ from eventlake.connectors.delta.log_checkpoints import LogCheckpoints, log_check
 from eventlake.connectors.delta.maintenance import (
     EXPECTATIONS_TABLE,
     Action,
+    Maintained,
     Maintenance,
     TableFiles,
     TableState,
@@ -51,6 +52,7 @@ __all__ = [
     "DeltaInput",
     "DeltaOutput",
     "LogCheckpoints",
+    "Maintained",
     "Maintenance",
     "MergeBuilder",
     "MergeDelta",

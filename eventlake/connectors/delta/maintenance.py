@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from eventlake.durations import duration_ms
@@ -79,17 +79,19 @@ class TableState:
     table: str
     settings: MaintenanceSettings
     merge_target: bool = False
-    files: TableFiles | None = None
     commits_since_check: int = 0
     #: When the table was last vacuumed (epoch ms); None: not known yet (its history says).
     last_vacuum_ms: int | None = None
-    actions: list[Action] = field(default_factory=list)
 
-    def record(self, action: Action) -> None:
-        self.actions = [*self.actions[-9:], action]
 
-    def last(self, kind: str) -> Action | None:
-        return next((a for a in reversed(self.actions) if a.kind == kind), None)
+@dataclass(frozen=True)
+class Maintained:
+    """What one pass of maintenance found and did: the table's files before and after."""
+
+    table: str
+    before: TableFiles | None
+    after: TableFiles | None
+    actions: list[Action]
 
 
 def table_settings(ctx: FlowConfig, layer: str, table: str) -> MaintenanceSettings:
@@ -186,12 +188,7 @@ def table_report(path: Location, table: str, settings: MaintenanceSettings) -> d
         return report
     report.update(files=files.files, bytes=files.bytes, small_files=files.small_files,
                   small_ratio=round(files.small_ratio, 3), version=files.version)  # fmt: skip
-    from deltalake import DeltaTable
-
-    for commit in DeltaTable(str(path)).history(HISTORY_COMMITS):
-        kind = _MAINTENANCE_OPERATIONS.get(str(commit.get("operation")))
-        if kind is None or report[f"last_{kind}"] is not None:
-            continue
+    for kind, commit in last_maintenance(path).items():
         metrics = commit.get("operationMetrics") or {}
         if kind == "compact":
             what = f"{metrics.get('numRemovedFiles')} files into {metrics.get('numAddedFiles')}"
@@ -199,9 +196,22 @@ def table_report(path: Location, table: str, settings: MaintenanceSettings) -> d
             what = f"{metrics.get('numDeletedFiles')} files removed"
         report[f"last_{kind}"] = {"at": int(commit["timestamp"]) / 1000, "version":
                                   commit.get("version"), "did": what}  # fmt: skip
-        if report["last_compact"] is not None and report["last_vacuum"] is not None:
-            break
     return report
+
+
+def last_maintenance(path: Location) -> dict[str, dict[str, Any]]:
+    """A local table's newest compaction and VACUUM commits in its recent history, by kind
+    (``compact``, ``vacuum``): one scan, stopped once both are found."""
+    from deltalake import DeltaTable
+
+    found: dict[str, dict[str, Any]] = {}
+    for commit in DeltaTable(str(path)).history(HISTORY_COMMITS):
+        kind = _MAINTENANCE_OPERATIONS.get(str(commit.get("operation")))
+        if kind is not None:
+            found.setdefault(kind, commit)
+            if len(found) == len(_MAINTENANCE_OPERATIONS):
+                break
+    return found
 
 
 def maintenance_session(spark: SparkSession) -> SparkSession:
@@ -263,12 +273,8 @@ def last_vacuum_ms(path: Location) -> int:
     has none there (or it is not local: then it is vacuumed on the run's first look)."""
     if not path.is_local:
         return 0
-    from deltalake import DeltaTable
-
-    for commit in DeltaTable(str(path)).history(HISTORY_COMMITS):
-        if commit.get("operation") == "VACUUM END":
-            return int(commit["timestamp"])
-    return 0
+    vacuumed = last_maintenance(path).get("vacuum")
+    return int(vacuumed["timestamp"]) if vacuumed is not None else 0
 
 
 def commit_time_ms(path: Location, version: int) -> int | None:
@@ -327,7 +333,7 @@ def maintain_table(
     force: bool = False,
     dry_run: bool = False,
     lock: threading.Lock | None = None,
-) -> list[Action]:
+) -> Maintained:
     """Compact the table when it holds ``compact_min_files`` small files (``force``: when it
     holds two), and VACUUM it when ``vacuum_interval`` has gone by (``force``: now)."""
     from eventlake.storage import Location
@@ -335,15 +341,15 @@ def maintain_table(
     path = Location(state.path)
     settings = state.settings
     done: list[Action] = []
-    files = table_files(spark, path, settings.small_file_bytes)
-    state.files = files
-    if files is None:
-        return done
+    before = after = table_files(spark, path, settings.small_file_bytes)
+    if before is None:
+        return Maintained(state.table, None, None, done)
     threshold = 2 if force else settings.compact_min_files
-    if files.small_files >= threshold:
+    if before.small_files >= threshold:
         done.append(_act("compact", dry_run, lambda: _locked(lock, lambda: compact(spark, path)),
-                         f"would compact {files.small_files} small files"))  # fmt: skip
-        state.files = table_files(spark, path, settings.small_file_bytes)
+                         f"would compact {before.small_files} small files"))  # fmt: skip
+        if not dry_run:
+            after = table_files(spark, path, settings.small_file_bytes)
     now = int(time.time() * 1000)
     if state.last_vacuum_ms is None:
         state.last_vacuum_ms = last_vacuum_ms(path)
@@ -353,9 +359,7 @@ def maintain_table(
         done.append(_act("vacuum", dry_run, lambda: vacuum(spark, path, retention), planned))
         if not dry_run:
             state.last_vacuum_ms = now
-    for action in done:
-        state.record(action)
-    return done
+    return Maintained(state.table, before, after, done)
 
 
 def _locked(lock: threading.Lock | None, work: Callable[[], str]) -> str:
@@ -425,11 +429,6 @@ class Maintenance:
             state.commits_since_check = 0
         self._work.put(key, None)
 
-    def tables(self) -> list[TableState]:
-        """Each table the run wrote, as last looked at."""
-        with self._lock:
-            return [replace(s, actions=list(s.actions)) for s in self._tables.values()]
-
     def drain(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for due tables; whether all are done."""
         return self._work.drain(timeout)
@@ -444,5 +443,5 @@ class Maintenance:
             state = self._tables[key]
             readers = [Location(r) for r in self._readers.get(key, ())]
             lock = self._locks.get(key) if state.merge_target else None
-        for action in maintain_table(self._spark, state, readers=readers, lock=lock):
+        for action in maintain_table(self._spark, state, readers=readers, lock=lock).actions:
             log.info("%s %s: %s", action.kind, state.table, action.detail)
