@@ -21,7 +21,7 @@ from eventlake.pipelines.loader import project_pipelines
 from eventlake.pipelines.plan import Plan, build_plan, check_flow_names
 from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topics
 from eventlake.scope import RunScope
-from eventlake.session import get_spark
+from eventlake.session import SparkStart
 from eventlake.transforms.heartbeat import IdleWatch
 from eventlake.validation import Report, check_pipeline, require_valid
 
@@ -46,11 +46,12 @@ def run_pipeline(
 ) -> RunResult:
     """Run ``pipeline`` (a name, looked up in ``registry`` or the loaded pipelines).
 
-    Before Spark starts: the params are parsed, the flows named and every Kafka topic
-    checked to exist. Then the plan is built and, with ``validate``, checked against the
-    production rules (any error: EL-VALIDATE-001, nothing started). Finite triggers
-    (``available-now``, ``once``) return once every flow has processed its input; others
-    run until ``stop`` is set. ``trigger`` overrides every flow's; ``flows`` runs a subset.
+    Before Spark starts: the params are parsed and the flows named; while its JVM starts,
+    every Kafka topic is checked to exist (a missing one fails the run at once). Then the
+    plan is built and, with ``validate``, checked against the production rules (any
+    error: EL-VALIDATE-001, nothing started). Finite triggers (``available-now``,
+    ``once``) return once every flow has processed its input; others run until ``stop``
+    is set. ``trigger`` overrides every flow's; ``flows`` runs a subset.
     ``metrics_port`` (else ``metrics.port``; 0 picks a free one) serves ``/metrics``,
     ``/api/status`` and the dashboard while the run lasts; ``on_serve`` gets its URL.
     """
@@ -62,8 +63,10 @@ def run_pipeline(
     if port is not None:  # an exposed endpoint or a broken certificate: refused up front
         check_exposure(settings.metrics)
         tls_context(settings.metrics)
-    preflight_topics(pipeline, pipeline.configs(settings), flows)
-    spark = get_spark(settings)
+    configs = pipeline.configs(settings)
+    starting = SparkStart(settings)  # the JVM starts while the broker is asked
+    preflight_topics(pipeline, configs, flows)
+    spark = starting.result()
     with RunScope() as run:
         report: Report | None = None
         if validate:

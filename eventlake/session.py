@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eventlake.class_archive import archive_options
 from eventlake.cluster.code import ship_code
 from eventlake.cluster.standalone import (
     DEFAULT_UI_PORT,
@@ -278,8 +279,52 @@ def configure_python_logging(log: Path) -> None:
     logging.getLogger("eventlake").setLevel(logging.INFO)
 
 
-def get_spark(settings: Settings | None = None) -> SparkSession:
-    """Return the process's SparkSession, creating it from ``settings`` the first time."""
+class SparkStart:
+    """The process's SparkSession being started on a thread of its own: the JVM starts
+    while the caller does other work (a run's pre-flight); :meth:`result` waits for it.
+    An existing session is simply returned."""
+
+    def __init__(self, settings: Settings) -> None:
+        from pyspark import SparkContext
+
+        self._settings = settings
+        self._spark: SparkSession | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if SparkContext._active_spark_context is not None:
+            return  # a session exists: result() asks for it on the caller's thread
+        self._thread = threading.Thread(target=self._start, name="eventlake-spark-start",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            self._spark = get_spark(self._settings)
+        except BaseException as exc:  # raised again on the caller's thread
+            self._error = exc
+
+    def result(self) -> SparkSession:
+        """The session, active on the calling thread (Spark keeps the active session per
+        thread); the start's own error if it failed."""
+        if self._thread is None:
+            return get_spark(self._settings)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        spark = self._spark
+        assert spark is not None
+        assert spark._jvm is not None
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        return spark
+
+
+def get_spark(settings: Settings | None = None, *, java_options: str | None = None) -> SparkSession:
+    """Return the process's SparkSession, creating it from ``settings`` the first time.
+
+    The driver JVM maps the class-data archive of its Java, pyspark and jars when there is
+    one (:mod:`eventlake.class_archive`; ``spark.class_archive: false`` turns it off);
+    ``java_options`` replaces that choice. Either comes before ``spark.conf``'s own
+    ``spark.driver.extraJavaOptions``, which win on a conflict."""
     from pyspark.sql import SparkSession
 
     settings = settings or Settings()
@@ -294,6 +339,12 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
             if not (submitted or {}).get("spark.jars"):
                 jars = jar_files(SPARK_JARS, repository=settings.jars.repository)
             conf = effective_conf(settings.spark, submitted, jars)
+            if submitted is None:
+                if java_options is None and settings.spark.class_archive and jars:
+                    java_options = archive_options(jars)
+                if java_options:
+                    key = "spark.driver.extraJavaOptions"
+                    conf[key] = f"{java_options} {conf.get(key, '')}".strip()
         except EventlakeError:
             raise
         except Exception as exc:

@@ -7,12 +7,14 @@ import platform
 import re
 from importlib.metadata import PackageNotFoundError, requires, version
 
+from eventlake.class_archive import archive_path
 from eventlake.jars import (
     BROKER_JARS,
     JARS_DIR_ENV,
     REPOSITORY_ENV,
     SPARK_JARS,
     cache_dir,
+    jar_files,
     locked,
     missing,
     repository_url,
@@ -54,4 +56,9 @@ def stack() -> list[tuple[str, str]]:
         lacking, total = len(missing([kind])), len(locked(kind))
         state = "cached" if not lacking else f"{lacking} to download on first use"
         rows.append((f"jars ({kind})", f"{total} locked, {state}"))
+    archive = None if missing([SPARK_JARS]) else archive_path(jar_files(SPARK_JARS))
+    if archive is not None and archive.is_file():
+        rows.append(("class archive", f"{archive} ({archive.stat().st_size / 1e6:.0f} MB)"))
+    else:
+        rows.append(("class archive", "none: `eventlake jars fetch` records it"))
     return rows

@@ -209,6 +209,13 @@ def test_dashboard_in_chromium_and_lateness_advice(
                         for f in run.status()["flows"] if f["flow"] in FLOWS),
             timeout=180, what="both flows to catch up",
         )  # fmt: skip
+        # The tables panel is read at most every 5 s, and chromium runs the page on virtual
+        # time: the report must already hold batch 0's files when the page loads.
+        wait_until(
+            lambda: any(t["table"] == "silver/clicks" and (t["files"] or 0) >= 1
+                        for t in run.status().get("tables", [])),
+            timeout=30, what="silver/clicks's files in the status record",
+        )  # fmt: skip
         url = run.url + "?lateness=clicks"
         page = _Cards()
         page.feed(rendered_dom(url, wait_ms=20000))

@@ -23,7 +23,7 @@ def _module_name(path: Path) -> str:
 LAYERS: list[tuple[str, ...]] = [
     ("secrets",),
     ("errors",),
-    ("durations", "storage", "paths", "processes", "state", "jars"),
+    ("durations", "storage", "paths", "processes", "state", "jars", "class_archive"),
     ("triggers", "kafka"),
     ("config",),
     ("postgres", "checkpoints", "generator"),
@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("operations",),
     ("validation",),
     ("run",),
-    ("testing",),
+    ("testing", "warmup"),
     ("demo",),
     ("cli",),
     ("resources",),  # spark-submit's application file: it runs the CLI
