@@ -71,7 +71,7 @@ def windows(ctx: FlowContext, df: DataFrame) -> DataFrame:
     return flatten_window(counts.agg(F.count("*").alias("events")))
 
 
-def _percentiles(values: list[float]) -> dict[str, float]:
+def percentiles(values: list[float]) -> dict[str, float]:
     values = sorted(values)
     if not values:
         return {"count": 0}
@@ -116,7 +116,7 @@ class Watcher(threading.Thread):
             time.sleep(0.02)
 
 
-def _rows_by_version(path: Location, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
+def rows_by_version(path: Location, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
     """Each version's appended rows, read version by version with delta-rs."""
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
@@ -171,11 +171,11 @@ def _run(
         "rate": round(rate),
         "seconds": seconds,
         "warmup_seconds": WARMUP_SECONDS,
-        "bronze": _percentiles(lat["bronze"]),
-        "windows": _percentiles(lat["windows"]),
+        "bronze": percentiles(lat["bronze"]),
+        "windows": percentiles(lat["windows"]),
         "real_time_rate": REAL_TIME_RATE,
         "real_time_seconds": min(seconds, REAL_TIME_SECONDS),
-        "real_time": _percentiles(lat["real_time"]),
+        "real_time": percentiles(lat["real_time"]),
     }
 
 
@@ -230,7 +230,7 @@ def _live(flow: str, bootstrap: str, settings: Any, rate: float, seconds: int) -
     watcher.done.set()
     watcher.join()
     visible = dict(watcher.versions)
-    rows = _rows_by_version(path, ["kafka_timestamp" if flow == "bronze" else "window_end"])
+    rows = rows_by_version(path, ["kafka_timestamp" if flow == "bronze" else "window_end"])
     if flow == "bronze":
         return [
             visible[v] - r["kafka_timestamp"].timestamp()

@@ -75,6 +75,16 @@ def _variants(bootstrap: str, root: Path) -> dict[str, tuple[str, str, list[str]
             "the arrow JSON decoder: json_decoder=arrow",
             eventlake("eventlake-arrow", "pipelines.golden.json_decoder=arrow"),
         ),
+        "eventlake-no-archive": (
+            "eventlake",
+            "without the JVM class-data archive: spark.class_archive=false",
+            eventlake("eventlake-no-archive", "spark.class_archive=false"),
+        ),
+        "eventlake-min-partitions": (
+            "eventlake",
+            "the scan in balanced tasks: min_partitions=auto",
+            eventlake("eventlake-min-partitions", "pipelines.golden.min_partitions=auto"),
+        ),
         "eventlake-10k": (
             "eventlake",
             "the previous default: max_offsets_per_trigger=10,000",
@@ -279,12 +289,14 @@ def main() -> None:
                 from bench.batch_cost import measure_batch_cost
                 from bench.decode import measure_decode
                 from bench.latency import measure_latency
+                from bench.medallion import measure_medallion
                 from bench.profile import profile_golden
 
                 results["profile"] = profile_golden(bootstrap, TOPIC, root / "profile", logs)
                 results["decode"] = measure_decode()
                 results["batch_cost"] = measure_batch_cost(bootstrap, root / "cost")
                 results["latency"] = measure_latency(bootstrap, root / "latency")
+                results["medallion"] = measure_medallion(bootstrap, root / "medallion")
     (RESULTS / "golden.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     (RESULTS / "golden.md").write_text(markdown(results))
     print((RESULTS / "golden.md").read_text())
@@ -325,7 +337,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"watermark ({results.get('final_watermark')}), counted in Python from the produced "
         "events. Every system's output is compared with it, window by window.",
     ]
-    for section in ("profile", "decode", "batch_cost", "latency"):
+    for section in ("profile", "decode", "batch_cost", "latency", "medallion"):
         if section in results:
             lines += ["", *results[section]["markdown"]]
     return "\n".join(lines) + "\n"

@@ -38,6 +38,12 @@ class PipelineParams(BaseModel):
         "max_bytes_per_trigger and the topic's record size when the run starts) or null "
         "(no bound, EL-W103).",
     )
+    min_partitions: Annotated[int, Field(ge=1)] | Literal["auto"] | None = Field(
+        default=None,
+        description="Spark tasks a Kafka batch is read in, at least (Spark's minPartitions): "
+        "a number, 'auto' (a multiple of the cores that splits every partition evenly, when "
+        "the partitions alone would leave cores idle) or null (a task per partition).",
+    )
     max_bytes_per_trigger: int = Field(
         default=AUTO_BATCH_BYTES,
         ge=1024,

@@ -111,7 +111,27 @@ class KafkaInput(Input):
             opts.pop("maxOffsetsPerTrigger", None)
         elif ctx.params.max_offsets_per_trigger == "auto":
             opts["maxOffsetsPerTrigger"] = str(auto_max_offsets(ctx, self.topics(ctx)))
+        tasks = ctx.params.min_partitions
+        if tasks == "auto":
+            cores = ctx.spark.sparkContext.defaultParallelism
+            tasks = balanced_tasks(self._partitions(ctx), cores)
+        if tasks is not None and not is_real_time(ctx.trigger):
+            opts["minPartitions"] = str(tasks)
         return ctx.spark.readStream.format("kafka").options(**opts).load()
+
+    def _partitions(self, flow: FlowConfig) -> int:
+        from confluent_kafka import KafkaException
+
+        from eventlake.kafka.admin import partition_count
+
+        kafka = flow.settings.kafka
+        if not _any_reachable(kafka.bootstrap_servers):
+            return 0
+        try:
+            return partition_count(kafka.bootstrap_servers, self.topics(flow),
+                                   options=kafka.client_options(), timeout=5.0)  # fmt: skip
+        except KafkaException:
+            return 0
 
     def read_batch(self, ctx: FlowContext) -> DataFrame:
         opts = {k: v for k, v in self.options(ctx).items() if not _starts_or_bounds(k)}
@@ -158,6 +178,19 @@ FETCH_MAX_WAIT_MS = 50
 ASSUMED_RECORD_BYTES = 1024
 #: Bytes a Kafka row costs beyond its key and value: topic, partition, offset, timestamp.
 SPARK_ROW_OVERHEAD = 64
+
+
+def balanced_tasks(partitions: int, cores: int) -> int | None:
+    """Spark's ``minPartitions`` for a batch of ``partitions`` Kafka partitions on
+    ``cores``: None when a task per partition keeps every core busy to the end (as many
+    partitions as a multiple of the cores), else their least common multiple, so that
+    Spark (which splits each partition's range into round(share x minPartitions) tasks)
+    cuts every partition into as many equal tasks and each core runs as many."""
+    import math
+
+    if partitions <= 0 or cores <= 1 or partitions % cores == 0:
+        return None
+    return math.lcm(partitions, cores)
 
 
 def auto_max_offsets(flow: FlowConfig, topics: list[str]) -> int:

@@ -237,6 +237,19 @@ def partition_bounds(
         consumer.close()
 
 
+def partition_count(
+    bootstrap: str,
+    topics: Iterable[str],
+    *,
+    options: Mapping[str, str] | None = None,
+    timeout: float = 10.0,
+) -> int:
+    """The partitions of ``topics`` together (a topic that does not exist counts 0)."""
+    admin = _admin(bootstrap, quiet=True, options=options)
+    meta = admin.list_topics(timeout=timeout).topics
+    return sum(len(meta[t].partitions) for t in topics if t in meta and meta[t].error is None)
+
+
 def topic_offsets(bootstrap: str, topic: str, *, timeout: float = 10.0) -> dict[int, int]:
     """End offset (next offset to be written) of each partition of ``topic``."""
     bounds = partition_bounds(bootstrap, topic, timeout=timeout)

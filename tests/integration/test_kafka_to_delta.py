@@ -128,3 +128,24 @@ def test_auto_batch_size_follows_record_bytes(
     # ... and a byte budget of 5,000 such records bounds each batch to 5,000: three batches.
     budget = {"topic": topic, "max_bytes_per_trigger": 5_000 * 264}
     assert _run_bronze(tmp_path / "bytes", bootstrap, **budget) == (3, 12_000)
+
+
+def test_min_partitions_auto_reads_three_partitions_in_six_tasks_on_two_cores(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """With ``min_partitions: auto`` on 2 cores, each of 3 partitions is read in 2 tasks:
+    the stateless batch writes a file per task, and every record once."""
+    topic = make_topic(partitions=3)
+    produce(bootstrap, topic, ((f"k{i}", f"v{i}") for i in range(3_000)))
+    ends = topic_offsets(bootstrap, topic)
+    files = {}
+    for tasks in ("auto", None):
+        root = tmp_path / str(tasks)
+        assert _run_bronze(root, bootstrap, topic=topic, min_partitions=tasks) == (1, 3_000)
+        table = root / "lake" / "bronze" / "orders"
+        files[tasks] = len(DeltaTable(str(table)).file_uris())
+        arrow = read_delta(table)
+        pairs = zip(arrow.column("partition").to_pylist(), arrow.column("offset").to_pylist(),
+                    strict=True)  # fmt: skip
+        assert sorted(pairs) == sorted((p, o) for p, end in ends.items() for o in range(end))
+    assert files == {"auto": 6, None: 3}

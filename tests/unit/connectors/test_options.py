@@ -61,3 +61,23 @@ def test_delta_input_refuses_contradictions(options: dict[str, object]) -> None:
         DeltaInput("silver", "t", **options)  # type: ignore[arg-type]
     assert bad.value.code == ErrorCode.PIPELINE_INVALID
     assert "DeltaInput('silver', 't')" in bad.value.what
+
+
+@pytest.mark.parametrize(
+    ("partitions", "cores", "tasks"),
+    [
+        (3, 2, 6),  # 2 tasks a partition, 3 a core
+        (1, 2, 2),
+        (3, 4, 12),
+        (4, 2, None),  # 2 partitions a core already
+        (6, 3, None),
+        (5, 1, None),  # one core: nothing to balance
+        (0, 2, None),  # no topic yet
+    ],
+)
+def test_min_partitions_auto_splits_partitions_evenly_over_the_cores(
+    partitions: int, cores: int, tasks: int | None
+) -> None:
+    from eventlake.connectors.kafka import balanced_tasks
+
+    assert balanced_tasks(partitions, cores) == tasks

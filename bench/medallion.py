@@ -1,0 +1,240 @@
+"""What a user of a medallion sees: the shipped ``orders`` pipeline, all seven flows
+running, while a producer sends orders at a steady rate.
+
+- ``bronze``: produce -> the order's row visible in ``bronze/orders`` (delta-rs polls the
+  table; a row's latency is the moment its version became visible minus its Kafka
+  producer timestamp).
+- ``silver``: produce -> visible in ``silver/orders`` (a silver row carries the Kafka
+  partition and offset of its bronze row, hence its producer timestamp).
+- ``gold``: a closed hour of ``gold/revenue_hourly``: the moment its rows became visible
+  minus the moment its hour was closed, the producer timestamp of the first order whose
+  event time passed the hour's end plus the watermark delay (``window_delay``, 10 minutes).
+
+Event time runs :data:`SPEED` times faster than the wall clock (an order produced at wall
+time ``w`` happened at ``start + (w - w0) x SPEED``), so that hours close every few seconds.
+Each setting runs for :data:`WARMUP_SECONDS` at the rate first (its latencies left out),
+then :data:`SECONDS` measured. The sustainable rate is the whole pipeline's catch-up rate
+over a backlog (available-now, every level).
+
+``python -m bench.medallion BOOTSTRAP ROOT`` prints one JSON line; :func:`measure_medallion`
+runs it in a fresh process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.fresh import in_fresh_process
+from bench.latency import Watcher, percentiles, rows_by_version
+
+RATE = 1_000
+SECONDS = 60
+WARMUP_SECONDS = 20
+#: Event seconds per wall-clock second: an hour of event time every 10 s.
+SPEED = 360
+#: After the last measured order: time for every hop to drain (the shipped 10-second
+#: triggers take four of them from Kafka to a closed hour), by trigger.
+DRAIN_SECONDS = {None: 50, "0 seconds": 15}
+BACKLOG = 100_000
+EVENT_START = datetime(2026, 1, 1, tzinfo=UTC)
+WINDOW_DELAY = timedelta(minutes=10)
+CATEGORIES = ("books", "grocery", "electronics", "toys", "garden")
+POLLING_DELAY = "spark.sql.streaming.pollingDelay"
+#: name -> (what it is, trigger over every flow's: None keeps the shipped ones, Spark conf).
+SETTINGS: dict[str, tuple[str, str | None, dict[str, str]]] = {
+    "shipped": ("as shipped (every flow's trigger 10 seconds)", None, {}),
+    "continuous": (
+        "trigger `0 seconds` (a batch starts when the last ends; an idle query looks for "
+        "data every 10 ms)", "0 seconds", {},
+    ),
+    "continuous-250ms": (
+        "trigger `0 seconds`, an idle query looks every 250 ms", "0 seconds",
+        {POLLING_DELAY: "250ms"},
+    ),
+}  # fmt: skip
+
+
+def _order(i: int, event_time: datetime) -> tuple[str, str]:
+    order_id = f"m{i:09d}"
+    return order_id, json.dumps({
+        "order_id": order_id, "user_id": f"u{i % 500:04d}", "category": CATEGORIES[i % 5],
+        "region": "us-east", "amount": round(10 + (i * 7919) % 1500 + 0.25, 2),
+        "event_time": event_time.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+    })  # fmt: skip
+
+
+def _epoch(value: datetime) -> float:
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+
+
+def _settings(bootstrap: str, root: Path, topic: str) -> Any:
+    from eventlake.config.loader import settings_from_dict
+
+    return settings_from_dict({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "lake": {"root": str(root / "lake")},
+        "checkpoints": {"root": str(root / "checkpoints")},
+        "project": {"examples": True},
+        "pipelines": {"orders": {"topic": topic, "high_value_topic": f"{topic}-high"}},
+    })  # fmt: skip
+
+
+def _topics(bootstrap: str, name: str) -> str:
+    from eventlake.kafka import create_topic
+
+    create_topic(bootstrap, name, partitions=3)
+    create_topic(bootstrap, f"{name}-high", partitions=1)
+    return name
+
+
+def _sustainable(bootstrap: str, root: Path, backlog: int) -> float:
+    """Orders a second the whole pipeline catches up (available-now, level by level)."""
+    from eventlake.kafka import produce
+    from eventlake.run import run_pipeline
+    from eventlake.session import get_spark
+
+    topic = _topics(bootstrap, "medallion-backlog")
+    at = EVENT_START
+    produce(bootstrap, topic, (_order(i, at + timedelta(seconds=i)) for i in range(backlog)))
+    settings = _settings(bootstrap, root / "backlog", topic)
+    get_spark(settings)
+    t0 = time.perf_counter()
+    run_pipeline("orders", settings, trigger="available-now")
+    return backlog / (time.perf_counter() - t0)
+
+
+def _live(bootstrap: str, root: Path, name: str, trigger: str | None, conf: dict[str, str],
+          rate: float, seconds: int) -> dict[str, list[float]]:  # fmt: skip
+    """Latencies (s) of bronze rows, silver rows and closed gold hours at ``rate``."""
+    from eventlake.kafka import produce
+    from eventlake.run import run_pipeline
+    from eventlake.session import get_spark
+
+    topic = _topics(bootstrap, f"medallion-{name}")
+    settings = _settings(bootstrap, root / name, topic)
+    spark = get_spark(settings)
+    for key in (POLLING_DELAY,):  # one session for every setting: each sets its own
+        spark.conf.set(key, conf.get(key, "10ms"))
+    paths = {t: settings.lake.table_path(*t.split("/"))
+             for t in ("bronze/orders", "silver/orders", "gold/revenue_hourly")}  # fmt: skip
+    watchers = {t: Watcher(p) for t, p in paths.items()}
+    for w in watchers.values():
+        w.start()
+    stop = threading.Event()
+    runner = threading.Thread(target=run_pipeline, args=("orders", settings),
+                              kwargs={"trigger": trigger, "stop": stop})  # fmt: skip
+    runner.start()
+    # (event time, producer's wall clock) of every order, in order.
+    sent: list[tuple[float, float]] = []
+    w0 = time.time()
+    measured_from = w0 + WARMUP_SECONDS
+
+    def paced() -> Any:
+        i = 0
+        while (now := time.time()) < measured_from + seconds:
+            due = w0 + i / rate
+            if due > now:
+                time.sleep(due - now)
+            wall = time.time()
+            event_time = EVENT_START + timedelta(seconds=(wall - w0) * SPEED)
+            sent.append((event_time.timestamp(), wall))
+            yield _order(i, event_time)
+            i += 1
+
+    produce(bootstrap, topic, paced())
+    time.sleep(DRAIN_SECONDS[trigger])
+    stop.set()
+    runner.join()
+    for w in watchers.values():
+        w.done.set()
+        w.join()
+    visible = {t: dict(w.versions) for t, w in watchers.items()}
+
+    bronze = rows_by_version(paths["bronze/orders"], ["partition", "offset", "kafka_timestamp"])
+    produced = {(r["partition"], r["offset"]): _epoch(r["kafka_timestamp"])
+                for rows in bronze.values() for r in rows}  # fmt: skip
+    out: dict[str, list[float]] = {"bronze": [], "silver": [], "gold": []}
+    for v, rows in bronze.items():
+        for r in rows:
+            at = _epoch(r["kafka_timestamp"])
+            if at >= measured_from and v in visible["bronze/orders"]:
+                out["bronze"].append(visible["bronze/orders"][v] - at)
+    for v, rows in rows_by_version(paths["silver/orders"], ["partition", "offset"]).items():
+        for r in rows:
+            at = produced.get((r["partition"], r["offset"]))
+            if at is not None and at >= measured_from and v in visible["silver/orders"]:
+                out["silver"].append(visible["silver/orders"][v] - at)
+    times = [e for e, _ in sent]
+    closed: dict[float, float] = {}  # window end -> when the gold table first showed it
+    for v, rows in rows_by_version(paths["gold/revenue_hourly"], ["window_end"]).items():
+        for r in rows:
+            if v in visible["gold/revenue_hourly"]:
+                end = _epoch(r["window_end"])
+                closed.setdefault(end, visible["gold/revenue_hourly"][v])
+    for end, shown in closed.items():
+        first = bisect.bisect_left(times, end + WINDOW_DELAY.total_seconds())
+        if first < len(sent) and sent[first][1] >= measured_from:
+            out["gold"].append(shown - sent[first][1])
+    return out
+
+
+def _run(bootstrap: str, root: Path, rate: float, seconds: int, backlog: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"rate": rate, "seconds": seconds, "warmup_seconds": WARMUP_SECONDS,
+                              "speed": SPEED, "backlog": backlog}  # fmt: skip
+    result["sustainable_orders_per_second"] = round(_sustainable(bootstrap, root, backlog))
+    for name, (_what, trigger, conf) in SETTINGS.items():
+        lat = _live(bootstrap, root, name, trigger, conf, rate, seconds)
+        result[name] = {hop: percentiles(values) for hop, values in lat.items()}
+    return result
+
+
+def measure_medallion(bootstrap: str, root: Path) -> dict[str, Any]:
+    """Run this module in a fresh process; its JSON plus a Markdown section."""
+    title = "## The orders medallion: produce -> bronze, silver, closed gold hour (seconds)"
+    r = in_fresh_process("bench.medallion", bootstrap, str(root), title=title)
+    if "error" in r:
+        return r
+    lines = [
+        title,
+        "",
+        f"The shipped `orders` pipeline, all seven flows on 2 cores, {r['rate']:,} orders/s "
+        f"for {r['seconds']} s after {r['warmup_seconds']} s at that rate; event time "
+        f"runs {r['speed']}x the wall clock (an hour closes every {3600 // r['speed']} s). "
+        "Closed hour: from the producer timestamp of the first order past the hour's end "
+        "plus the 10-minute watermark delay to its rows visible in `gold/revenue_hourly`. "
+        f"Sustainable (all flows catching up {r['backlog']:,} orders, available-now): "
+        f"{r['sustainable_orders_per_second']:,} orders/s.",
+        "",
+        "| setting | hop | count | p50 | p99 | max |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, (what, _trigger, _conf) in SETTINGS.items():
+        for hop, label in (("bronze", "-> bronze"), ("silver", "-> silver"),
+                           ("gold", "closed hour -> gold")):  # fmt: skip
+            p = r[name][hop]
+            lines.append(f"| {what} | {label} | {p.get('count')} | {p.get('p50', '-')} "
+                         f"| {p.get('p99', '-')} | {p.get('max', '-')} |")  # fmt: skip
+    r["markdown"] = lines
+    return r
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bootstrap")
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--rate", type=float, default=RATE)
+    parser.add_argument("--seconds", type=int, default=SECONDS)
+    parser.add_argument("--backlog", type=int, default=BACKLOG)
+    args = parser.parse_args()
+    print(json.dumps(_run(args.bootstrap, args.root, args.rate, args.seconds, args.backlog)))
+
+
+if __name__ == "__main__":
+    main()
