@@ -116,18 +116,24 @@ class Watcher(threading.Thread):
             time.sleep(0.02)
 
 
+#: Commits that rewrite rows without changing them (the run's table maintenance).
+REWRITES = frozenset({"OPTIMIZE"})
+
+
 def rows_by_version(path: Location, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
-    """Each version's appended rows, read version by version with delta-rs."""
+    """Each version's appended rows, read version by version with delta-rs (a compaction's
+    rewritten files are not new rows)."""
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
 
     table = DeltaTable(str(path))
+    operations = {int(c["version"]): c.get("operation") for c in table.history()}
     out: dict[int, list[dict[str, Any]]] = {}
     known: set[str] = set()
     for version in range(table.version() + 1):
         table.load_as_version(version)
         files = set(table.file_uris())
-        new = files - known
+        new = set() if operations.get(version) in REWRITES else files - known
         known = files
         out[version] = [
             row for f in sorted(new) for row in pq.read_table(f, columns=columns).to_pylist()
@@ -262,6 +268,7 @@ def _real_time(bootstrap: str, root: Path, rate: float, seconds: int) -> list[fl
         "kafka": {"bootstrap_servers": bootstrap},
         "lake": {"root": str(root / "rt" / "lake")},
         "checkpoints": {"root": str(root / "rt" / "checkpoints")},
+        "project": {"examples": True},  # alerts is one of eventlake's examples
         "pipelines": {"alerts": {"topic": orders, "alerts_topic": alerts, "threshold": 0}},
     })  # fmt: skip
     stop = threading.Event()
