@@ -3,7 +3,7 @@
 A cold JVM spends seconds loading Spark's, Delta's and Kafka's classes: at its start, and
 again at the first Delta table, the first Kafka source, the first state store. HotSpot's
 class-data sharing (a dynamic AppCDS archive, JDK 13+) maps them from one file instead:
-``eventlake jars fetch`` records one (:func:`eventlake.session.build_class_archive`), and
+``eventlake jars fetch`` records one (:func:`eventlake.warmup.build_class_archive`), and
 every later driver JVM started with the same Java, pyspark and jars maps it.
 
 An archive is named by what it was built from, so a new Java, pyspark or jar set names a
@@ -20,6 +20,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from eventlake.paths import user_cache_dir
+
 #: The folder of archives under the user's cache folder.
 ARCHIVE_DIR = "class-archives"
 SUFFIX = ".jsa"
@@ -29,8 +31,7 @@ UNUSED_FOR = 7 * 86400
 
 def archive_dir() -> Path:
     """``$XDG_CACHE_HOME/eventlake/class-archives`` (``~/.cache`` by default)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).absolute() / "eventlake" / ARCHIVE_DIR
+    return user_cache_dir() / ARCHIVE_DIR
 
 
 def java_binary() -> Path | None:

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.paths import user_cache_dir
 from eventlake.secrets import mask_text
 
 JARS_DIR_ENV = "EVENTLAKE_JARS_DIR"
@@ -98,8 +99,7 @@ def cache_dir() -> Path:
     env = os.environ.get(JARS_DIR_ENV)
     if env:
         return Path(env).absolute()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).absolute() / "eventlake" / "jars"
+    return user_cache_dir() / "jars"
 
 
 def repository_url(configured: str | None = None) -> str:

@@ -23,7 +23,8 @@ def _module_name(path: Path) -> str:
 LAYERS: list[tuple[str, ...]] = [
     ("secrets",),
     ("errors",),
-    ("durations", "storage", "paths", "processes", "state", "jars", "class_archive"),
+    ("paths",),
+    ("durations", "storage", "processes", "state", "jars", "class_archive"),
     ("triggers", "kafka"),
     ("config",),
     ("postgres", "checkpoints", "generator"),
