@@ -25,9 +25,10 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bench.fresh import in_fresh_process
 from eventlake.connectors.delta import DeltaOutput
@@ -50,6 +51,7 @@ WARMUP_SECONDS = 15
 REAL_TIME_SECONDS = 60
 WINDOW = "2 seconds"
 REAL_TIME_RATE = 500
+T = TypeVar("T")
 
 latency = Pipeline("latency", description="bronze and 2-second windows, for latency")
 
@@ -85,6 +87,20 @@ def _event(i: int, now: datetime) -> tuple[str, str]:
     ts = now.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     return user, json.dumps({"user_id": user, "event_id": f"l{i}", "event_type": "click",
                              "page": "/", "event_time": ts})  # fmt: skip
+
+
+def paced(
+    rate: float, begin: float, until: float, record: Callable[[int, float], T]
+) -> Iterator[T]:
+    """``record(i, wall)`` for i = 0, 1, ...: the i-th when the wall clock reaches
+    ``begin + i / rate``, until it reaches ``until``."""
+    i = 0
+    while (now := time.time()) < until:
+        due = begin + i / rate
+        if due > now:
+            time.sleep(due - now)
+        yield record(i, time.time())
+        i += 1
 
 
 class Watcher(threading.Thread):
@@ -217,16 +233,8 @@ def _live(flow: str, bootstrap: str, settings: Any, rate: float, seconds: int) -
     warm = time.time()
     start = warm + WARMUP_SECONDS
 
-    def paced() -> Any:
-        i = 0
-        while (now := time.time()) < start + seconds:
-            due = warm + i / rate
-            if due > now:
-                time.sleep(due - now)
-            yield _event(i, datetime.now(UTC))
-            i += 1
-
-    produce(bootstrap, topic, paced())
+    events = paced(rate, warm, start + seconds, lambda i, _wall: _event(i, datetime.now(UTC)))
+    produce(bootstrap, topic, events)
     # An event past every window's end closes the last ones; then wait for them.
     time.sleep(3)
     produce(bootstrap, topic, [_event(10**9, datetime.now(UTC) + timedelta(seconds=2))])

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fresh import in_fresh_process
-from bench.latency import Watcher, percentiles, rows_by_version
+from bench.latency import Watcher, paced, percentiles, rows_by_version
 
 RATE = 1_000
 SECONDS = 60
@@ -136,19 +136,12 @@ def _live(bootstrap: str, root: Path, name: str, trigger: str | None, conf: dict
     w0 = time.time()
     measured_from = w0 + WARMUP_SECONDS
 
-    def paced() -> Any:
-        i = 0
-        while (now := time.time()) < measured_from + seconds:
-            due = w0 + i / rate
-            if due > now:
-                time.sleep(due - now)
-            wall = time.time()
-            event_time = EVENT_START + timedelta(seconds=(wall - w0) * SPEED)
-            sent.append((event_time.timestamp(), wall))
-            yield _order(i, event_time)
-            i += 1
+    def order_at(i: int, wall: float) -> tuple[str, str]:
+        event_time = EVENT_START + timedelta(seconds=(wall - w0) * SPEED)
+        sent.append((event_time.timestamp(), wall))
+        return _order(i, event_time)
 
-    produce(bootstrap, topic, paced())
+    produce(bootstrap, topic, paced(rate, w0, measured_from + seconds, order_at))
     time.sleep(DRAIN_SECONDS[trigger])
     stop.set()
     runner.join()
