@@ -59,6 +59,7 @@ class ErrorCode(StrEnum):
     KAFKA_ADMIN_FAILED = "EL-KAFKA-005"
     KAFKA_PRODUCE_FAILED = "EL-KAFKA-006"
     KAFKA_AUTHENTICATION_FAILED = "EL-KAFKA-007"
+    KAFKA_CLIENT_CONFIG = "EL-KAFKA-008"
     PIPELINE_NOT_FOUND = "EL-PIPELINE-001"
     PIPELINE_INVALID = "EL-PIPELINE-002"
     PIPELINE_MODULE = "EL-PIPELINE-003"
@@ -231,6 +232,8 @@ _BY_CATEGORY: dict[Category, type[EventlakeError]] = {
 # JVM exception classes translated to a code of their own, by type.
 _KAFKA_TOPIC_MISSING = ("org.apache.kafka.common.errors.UnknownTopicOrPartitionException",)
 _KAFKA_TIMEOUT = ("org.apache.kafka.common.errors.TimeoutException",)
+#: Kafka's Java client refused its properties (``kafka.java_properties``).
+_KAFKA_CONFIG = ("org.apache.kafka.common.config.ConfigException",)
 _CLASS_MISSING = ("java.lang.ClassNotFoundException", "java.lang.NoClassDefFoundError")
 #: A filesystem (HDFS NameNode, object store endpoint) that does not answer.
 _STORAGE_UNREACHABLE = ("java.net.ConnectException", "java.net.UnknownHostException",
@@ -404,7 +407,7 @@ def recovery_of(exc: BaseException) -> Recovery:
         return Recovery.TRANSIENT
     for link in jvm_causes(exc):
         found_condition = link.condition or ""
-        if found_condition.startswith(_FATAL_CONDITIONS):
+        if found_condition.startswith(_FATAL_CONDITIONS) or link.cls in _KAFKA_CONFIG:
             return Recovery.FATAL
         if found_condition.startswith(_TRANSIENT_CONDITIONS) or link.cls in _TRANSIENT_CLASSES:
             return Recovery.TRANSIENT
@@ -436,6 +439,11 @@ def _translate(exc: BaseException, context: str, in_query: bool = False) -> Even
         return EventlakeError(
             ErrorCode.KAFKA_TOPIC_MISSING,
             f"{where}a Kafka topic the query reads or writes does not exist ({cause}).",
+        )
+    if classes & set(_KAFKA_CONFIG):
+        return EventlakeError(
+            ErrorCode.KAFKA_CLIENT_CONFIG,
+            f"{where}Kafka's Java client refused its configuration ({cause}).",
         )
     if classes & set(_KAFKA_TIMEOUT):
         return EventlakeError(

@@ -33,6 +33,10 @@ class KafkaSettings(_Section):
     #: A PEM file of the CA that signed the brokers' certificates, for a private CA (a
     #: managed Kafka whose certificates a public CA signed needs none).
     ssl_ca_location: str | None = None
+    #: Further Java Kafka client properties for Spark's Kafka source and sink, by their
+    #: Kafka names (``default.api.timeout.ms``, ``client.dns.lookup``); they win over
+    #: eventlake's own. Values under secret-looking names are never shown.
+    java_properties: dict[str, str | bool | int | float] = Field(default_factory=dict)
 
     def _shared_options(self) -> dict[str, str]:
         """The client properties librdkafka and the Java client name alike."""
@@ -67,7 +71,13 @@ class KafkaSettings(_Section):
                 f"org.apache.kafka.common.security.{module} required "
                 f'username="{user}" password="{pwd}";'
             )
+        opts.update({f"kafka.{key}": _java_value(v) for key, v in self.java_properties.items()})
         return opts
+
+
+def _java_value(value: str | bool | int | float) -> str:
+    """A YAML scalar as a Java client property (``true``, not ``True``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class LakeSettings(_Section):
@@ -340,6 +350,7 @@ class Settings(_Section):
         found = [s.get_secret_value() for s in declared if s is not None]
         found += [p for p in (self.postgres.resolved_password(),) if p]
         found += [str(v) for k, v in self.spark.conf.items() if secret_name(k)]
+        found += [str(v) for k, v in self.kafka.java_properties.items() if secret_name(k)]
         found += [str(v) for params in self.pipelines.values() for k, v in params.items()
                   if secret_name(k) and isinstance(v, (str, int))]  # fmt: skip
         return (*self._from_secret_env, *found)

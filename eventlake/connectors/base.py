@@ -76,6 +76,12 @@ class _Connector(ABC):
         table = self.table()
         return [table] if table is not None else []
 
+    def layout_keys(self) -> dict[TableRef, tuple[str, ...]]:
+        """Per lake table written, the columns its files are laid out by (a MERGE target's
+        key): its compaction clusters the table on them, or Z-orders it when the table
+        cannot be clustered."""
+        return {}
+
     def topics(self, flow: FlowConfig) -> list[str]:
         """Kafka topics read or written: checked to exist before a run starts."""
         return []

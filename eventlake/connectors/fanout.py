@@ -75,6 +75,9 @@ class FanOut(Output):
     def tables(self) -> list[TableRef]:
         return [t for t in (target.table() for target in self.targets) if t is not None]
 
+    def layout_keys(self) -> dict[TableRef, tuple[str, ...]]:
+        return {k: v for target in self.targets for k, v in target.layout_keys().items()}
+
     def topics(self, flow: FlowConfig) -> list[str]:
         return [topic for t in self.targets for topic in t.topics(flow)]
 

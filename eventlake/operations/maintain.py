@@ -50,11 +50,13 @@ def maintain_pipeline(
             fix="name a table as `eventlake status` lists it (layer/table)",
         )
     ctx = next(iter(pipeline.configs(settings).values()))
+    keys = {k: v for spec in pipeline.flows.values() for k, v in spec.output.layout_keys().items()}
     done = []
     for name in tables or list(reports):
         layer, table = name.split("/", 1)
         path = ctx.table_path(layer, table)
-        state = TableState(str(path), name, table_settings(ctx, layer, table))
+        state = TableState(str(path), name, table_settings(ctx, layer, table),
+                           layout_key=keys.get((layer, table), ()))  # fmt: skip
         readers = readers_of(pipeline, settings, (layer, table))
         done.append(maintain_table(spark, state, readers=readers, force=force, dry_run=dry_run))
     return done

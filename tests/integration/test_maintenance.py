@@ -7,13 +7,25 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from deltalake import DeltaTable
+from pyspark.sql import functions as F
 
 from eventlake.config import load_settings
-from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
+from eventlake.connectors import (
+    DeltaInput,
+    DeltaOutput,
+    FanOut,
+    KafkaInput,
+    MergeDelta,
+    kafka_records,
+)
+from eventlake.connectors.delta.tables import ensure_delta_table
 from eventlake.kafka import produce
+from eventlake.operations.maintain import maintain_pipeline
+from eventlake.operations.status import table_reports
 from eventlake.pipelines import Pipeline
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.testing import (
@@ -25,6 +37,9 @@ from eventlake.testing import (
     wait_until,
 )
 from tests.integration.cli_helpers import run_cli, write_config
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.integration
 
@@ -150,3 +165,76 @@ def test_a_run_compacts_its_tables_between_batches_and_metrics_show_them(
     run_available_now(pipeline, settings)
     copied_keys = sorted(r["key"] for r in read_delta(tmp_path / "lake/silver/metered").to_pylist())
     assert copied_keys == sorted(sent)
+
+
+def _latest(target, source, batch):  # type: ignore[no-untyped-def]
+    return (
+        target.alias("t").merge(source.alias("s"), "t.key = s.key")
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll()
+    )  # fmt: skip
+
+
+def _last_optimize(path: Path) -> dict[str, Any]:
+    return next(c for c in DeltaTable(str(path)).history() if c["operation"] == "OPTIMIZE")
+
+
+def test_merge_targets_are_clustered_or_z_ordered_by_their_key(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """A MERGE target's compaction lays its files out by the merge key: liquid clustering
+    for a new unpartitioned table; Z-order for a partitioned one and for one created
+    without clustering (Delta cannot cluster either)."""
+    topic = make_topic(partitions=2, prefix="laid")
+    pipeline = Pipeline(unique_name("laid").replace("-", "_"))
+    ddl = "key STRING, bucket INT, n BIGINT"
+
+    def latest(ctx, df, batch):  # type: ignore[no-untyped-def]
+        n = F.get_json_object("value", "$.n").cast("long")
+        rows = df.select(
+            "key", (F.abs(F.hash("key")) % 3).cast("int").alias("bucket"), n.alias("n")
+        )
+        return rows.groupBy("key", "bucket").agg(F.max("n").alias("n"))
+
+    def merge(layer_table: str, **layout: tuple[str, ...]) -> MergeDelta:
+        return MergeDelta("silver", layer_table, _latest, ddl, prepare=latest, **layout)
+
+    @pipeline.flow(input=KafkaInput(), output=FanOut(
+        merge("clustered", cluster_by=("key",)),
+        merge("partitioned", partition_by=("bucket",), cluster_by=("key",)),
+        merge("unclustered", cluster_by=("key",)),
+    ))  # fmt: skip
+    def laid(ctx, df):  # type: ignore[no-untyped-def]
+        return kafka_records(df)
+
+    off = {"enabled": False}  # the runs leave their small files for maintain_pipeline
+    settings = settings_for(
+        tmp_path, bootstrap, **{pipeline.name: {"topic": topic, "maintenance": off}}
+    )
+    silver = tmp_path / "lake" / "silver"
+    # A table that existed before its MergeDelta said how to lay it out: not clustered.
+    ensure_delta_table(spark, silver / "unclustered", ddl)
+    latest_n: dict[str, int] = {}
+    for run in range(3):  # new keys each time: a MERGE adds files, rewrites none
+        batch = [(f"k{run}-{i}", json.dumps({"n": run * 100 + i})) for i in range(40)]
+        produce(bootstrap, topic, batch)
+        latest_n.update({k: json.loads(v)["n"] for k, v in batch})
+        run_available_now(pipeline, settings)
+
+    done = maintain_pipeline(pipeline, settings, spark, force=True)
+    compacted = {m.table: [a.detail for a in m.actions if a.kind == "compact"] for m in done}
+    assert "Z-ordered by key" in compacted["silver/partitioned"][0]
+    assert "Z-ordered by key" in compacted["silver/unclustered"][0]
+    assert "Z-ordered" not in compacted["silver/clustered"][0]
+
+    params = {name: _last_optimize(silver / name)["operationParameters"]
+              for name in ("clustered", "partitioned", "unclustered")}  # fmt: skip
+    assert json.loads(str(params["partitioned"]["zOrderBy"])) == ["key"]
+    assert json.loads(str(params["unclustered"]["zOrderBy"])) == ["key"]
+    assert json.loads(str(params["clustered"].get("zOrderBy", "[]"))) == []
+    assert json.loads(str(params["clustered"]["clusterBy"])) == ["key"]
+    assert DeltaTable(str(silver / "partitioned")).metadata().partition_columns == ["bucket"]
+    for name in params:  # the layout changed no row: each key's latest n, once
+        rows = read_delta(silver / name).to_pylist()
+        assert sorted((r["key"], r["n"]) for r in rows) == sorted(latest_n.items())
+    reports = {r["table"]: r for r in table_reports(pipeline, settings)}
+    assert "Z-ordered by key" in reports["silver/partitioned"]["last_compact"]["did"]

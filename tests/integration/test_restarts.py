@@ -159,6 +159,36 @@ def test_a_fatal_error_stops_the_run_at_once_even_with_unlimited_restarts(
     assert other.in_flight is None
 
 
+def test_kafka_client_properties_the_client_refuses_stop_the_run_with_their_code(
+    tmp_path: Path, bootstrap: str, make_topic: Any
+) -> None:
+    """A Java client property Kafka refuses (``kafka.java_properties``) is EL-KAFKA-008,
+    fatal: no restart can fix it."""
+    from eventlake.connectors import KafkaInput, kafka_records
+    from eventlake.errors import EventlakeError
+
+    topic = make_topic(partitions=1, prefix="refused")
+    p = Pipeline("refused_demo")
+
+    @p.flow(input=KafkaInput(), output=DeltaOutput("bronze", "refused"))
+    def raw(ctx: Any, df: DataFrame) -> DataFrame:
+        return kafka_records(df)
+
+    settings = settings_for(tmp_path, bootstrap, refused_demo={"topic": topic})
+    # Kafka requires request.timeout.ms (30 s by default) <= default.api.timeout.ms.
+    wrong = {"default.api.timeout.ms": 1000}
+    settings = settings.model_copy(
+        update={"kafka": settings.kafka.model_copy(update={"java_properties": wrong})}
+    )
+    with pytest.raises(EventlakeError) as caught:  # noqa: SIM117 - the run ends by itself
+        with running_pipeline(p, settings, trigger="1 second") as run:
+            wait_until(lambda: run.error is not None, timeout=120,
+                       what="the run to stop on the refused property")  # fmt: skip
+    assert caught.value.code == "EL-KAFKA-008"
+    assert "default.api.timeout.ms" in caught.value.what
+    assert "restarts)" not in caught.value.what
+
+
 def test_a_task_that_fails_once_is_tried_again_inside_its_query(tmp_path: Path) -> None:
     """Under a local master a task gets four tries, as on a cluster: a transient task
     failure costs the task, not a restart of the flow."""

@@ -144,3 +144,23 @@ def test_log_checkpoint_commits_is_a_count() -> None:
         load_settings(None, ["lake.log_checkpoint_commits=-1"])
     assert info.value.code == ErrorCode.CONFIG_INVALID_VALUE
     assert "lake.log_checkpoint_commits" in str(info.value)
+
+
+def test_java_client_properties_reach_spark_s_kafka_client_and_stay_secret(
+    tmp_path: Path,
+) -> None:
+    from eventlake.secrets import masked
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "kafka:\n  java_properties:\n    default.api.timeout.ms: 20000\n"
+        "    client.dns.lookup: use_all_dns_ips\n    ssl.keystore.password: k3ystore\n"
+    )
+    settings = load_settings(cfg)
+    spark = settings.kafka.spark_options()
+    assert spark["kafka.default.api.timeout.ms"] == "20000"
+    assert spark["kafka.client.dns.lookup"] == "use_all_dns_ips"
+    assert "k3ystore" in settings.secret_values
+    shown = str(masked(settings.model_dump(mode="json"), settings.secret_values))
+    assert "k3ystore" not in shown
+    assert "use_all_dns_ips" in shown

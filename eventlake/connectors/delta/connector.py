@@ -292,23 +292,33 @@ class MergeDelta(_LakeTable, Target):
     schema: str
     prepare: Prepare | None = None
     partition_by: tuple[str, ...] = ()
-    #: Liquid clustering of a new table on these columns (the merge key): the run's
-    #: compaction clusters it, so a MERGE reads the files of the keys it touches.
+    #: The merge key the table's files are laid out by, so a MERGE reads the files of the
+    #: keys it touches: a new unpartitioned table is liquid-clustered on it (the run's
+    #: compaction clusters it); a partitioned table, or one created without clustering,
+    #: cannot be clustered, and the compaction Z-orders it by these columns instead.
     cluster_by: tuple[str, ...] = ()
     guarantee = Guarantee.EXACTLY_ONCE
 
     def describe(self, flow: FlowConfig | None = None) -> str:
         return f"merge:{self.layer}/{self.name}"
 
+    def layout_keys(self) -> dict[TableRef, tuple[str, ...]]:
+        return {(self.layer, self.name): self.cluster_by} if self.cluster_by else {}
+
     def target_id(self, flow: FlowConfig) -> str:
         return f"merge:{self.layer}/{self.name}"
+
+    def clustering(self) -> tuple[str, ...]:
+        """The liquid clustering a new table gets: none when it is partitioned (Delta
+        allows one or the other; the compaction Z-orders it by :attr:`cluster_by`)."""
+        return () if self.partition_by else self.cluster_by
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         path = ctx.table_path(self.layer, self.name)
         interval = sink_checkpoint_interval(ctx)
         kept = table_settings(ctx, self.layer, self.name).log_retention
         ensure_delta_table(ctx.spark, path, self.schema, self.partition_by, interval,
-                           cluster_by=self.cluster_by, log_retention=kept)  # fmt: skip
+                           cluster_by=self.clustering(), log_retention=kept)  # fmt: skip
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         from delta.tables import DeltaTable
@@ -318,7 +328,7 @@ class MergeDelta(_LakeTable, Target):
         interval = sink_checkpoint_interval(batch.ctx)
         kept = table_settings(batch.ctx, self.layer, self.name).log_retention
         ensure_delta_table(batch.spark, path, self.schema, self.partition_by, interval,
-                           cluster_by=self.cluster_by, log_retention=kept)  # fmt: skip
+                           cluster_by=self.clustering(), log_retention=kept)  # fmt: skip
         app_id = batch.app_id(self.target_id(batch.ctx))
         checkpoint = batch.ctx.checkpoint
         if batch_committed(path, app_ids=(app_id,), batch_id=batch.batch_id, checkpoint=checkpoint):
@@ -329,4 +339,5 @@ class MergeDelta(_LakeTable, Target):
         service = log_checkpoints(batch.ctx)
         if service is not None:
             service.after_commit(batch.spark, path)
-        sink_committed(batch.ctx, self.layer, self.name, merge_target=True)
+        sink_committed(batch.ctx, self.layer, self.name, merge_target=True,
+                       layout_key=self.cluster_by)  # fmt: skip

@@ -24,6 +24,7 @@ from eventlake.durations import duration_ms
 from eventlake.scope import DueWork
 
 if TYPE_CHECKING:
+    from delta.tables import DeltaTable
     from pyspark.sql import SparkSession
 
     from eventlake.config.model import MaintenanceSettings
@@ -79,6 +80,8 @@ class TableState:
     table: str
     settings: MaintenanceSettings
     merge_target: bool = False
+    #: The columns the table's files are laid out by (a MERGE target's key).
+    layout_key: tuple[str, ...] = ()
     commits_since_check: int = 0
     #: When the table was last vacuumed (epoch ms); None: not known yet (its history says).
     last_vacuum_ms: int | None = None
@@ -106,13 +109,22 @@ def maintenance(ctx: FlowContext) -> Maintenance | None:
     return ctx.run.service(Maintenance, lambda: Maintenance(ctx.spark))
 
 
-def sink_committed(ctx: FlowContext, layer: str, table: str, *, merge_target: bool = False) -> None:
-    """A sink of ``ctx`` committed to ``layer/table``: the run's maintenance may look at it."""
+def sink_committed(
+    ctx: FlowContext,
+    layer: str,
+    table: str,
+    *,
+    merge_target: bool = False,
+    layout_key: tuple[str, ...] = (),
+) -> None:
+    """A sink of ``ctx`` committed to ``layer/table``: the run's maintenance may look at it
+    (``layout_key``: the columns a compaction lays its files out by)."""
     service = maintenance(ctx)
     if service is not None:
         path = ctx.table_path(layer, table)
         settings = table_settings(ctx, layer, table)
-        service.after_commit(path, f"{layer}/{table}", settings, merge_target=merge_target)
+        service.after_commit(path, f"{layer}/{table}", settings, merge_target=merge_target,
+                             layout_key=layout_key)  # fmt: skip
 
 
 @contextmanager
@@ -192,6 +204,9 @@ def table_report(path: Location, table: str, settings: MaintenanceSettings) -> d
         metrics = commit.get("operationMetrics") or {}
         if kind == "compact":
             what = f"{metrics.get('numRemovedFiles')} files into {metrics.get('numAddedFiles')}"
+            zorder = (commit.get("operationParameters") or {}).get("zOrderBy") or "[]"
+            zorder = json.loads(zorder) if isinstance(zorder, str) else zorder
+            what += f", Z-ordered by {', '.join(zorder)}" if zorder else ""
         else:
             what = f"{metrics.get('numDeletedFiles')} files removed"
         report[f"last_{kind}"] = {"at": int(commit["timestamp"]) / 1000, "version":
@@ -224,17 +239,33 @@ def maintenance_session(spark: SparkSession) -> SparkSession:
     return session
 
 
-def compact(spark: SparkSession, path: Location) -> str:
-    """OPTIMIZE the table (a clustered table is clustered): a ``dataChange=false`` commit.
-    Returns what it did."""
+def compact(spark: SparkSession, path: Location, layout_key: tuple[str, ...] = ()) -> str:
+    """OPTIMIZE the table: a ``dataChange=false`` commit. A clustered table is clustered;
+    one that is not, with a ``layout_key``, is Z-ordered by it (less its partition
+    columns). Returns what it did."""
     from delta.tables import DeltaTable
 
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: compact {path}")
-    result = DeltaTable.forPath(spark, str(path)).optimize().executeCompaction().head()
+    table = DeltaTable.forPath(spark, str(path))
+    zorder = zorder_columns(table, layout_key) if layout_key else ()
+    optimize = table.optimize()
+    done = optimize.executeZOrderBy(*zorder) if zorder else optimize.executeCompaction()
+    result = done.head()
     metrics = result["metrics"] if result is not None else None
     if metrics is None:
         return "nothing to compact"
-    return f"{metrics['numFilesRemoved']} files into {metrics['numFilesAdded']}"
+    ordered = f", Z-ordered by {', '.join(zorder)}" if zorder else ""
+    return f"{metrics['numFilesRemoved']} files into {metrics['numFilesAdded']}{ordered}"
+
+
+def zorder_columns(table: DeltaTable, layout_key: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns to Z-order ``table`` by: none when it is liquid-clustered (OPTIMIZE
+    clusters it), else ``layout_key`` less the partition columns (Delta refuses those)."""
+    detail = table.detail().select("clusteringColumns", "partitionColumns").head()
+    if detail is None or detail["clusteringColumns"]:
+        return ()
+    partitions = set(detail["partitionColumns"] or ())
+    return tuple(c for c in layout_key if c not in partitions)
 
 
 def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
@@ -346,7 +377,11 @@ def maintain_table(
         return Maintained(state.table, None, None, done)
     threshold = 2 if force else settings.compact_min_files
     if before.small_files >= threshold:
-        done.append(_act("compact", dry_run, lambda: _locked(lock, lambda: compact(spark, path)),
+
+        def compact_table() -> str:
+            return _locked(lock, lambda: compact(spark, path, state.layout_key))
+
+        done.append(_act("compact", dry_run, compact_table,
                          f"would compact {before.small_files} small files"))  # fmt: skip
         if not dry_run:
             after = table_files(spark, path, settings.small_file_bytes)
@@ -414,7 +449,13 @@ class Maintenance:
             self._readers.setdefault(str(path), set()).add(str(checkpoint))
 
     def after_commit(
-        self, path: Location, table: str, settings: MaintenanceSettings, *, merge_target: bool
+        self,
+        path: Location,
+        table: str,
+        settings: MaintenanceSettings,
+        *,
+        merge_target: bool,
+        layout_key: tuple[str, ...] = (),
     ) -> None:
         """A sink committed to ``path``: every few commits the table is looked at."""
         if not settings.enabled:
@@ -423,6 +464,7 @@ class Maintenance:
         with self._lock:
             state = self._tables.setdefault(key, TableState(key, table, settings))
             state.settings, state.merge_target = settings, state.merge_target or merge_target
+            state.layout_key = layout_key or state.layout_key
             state.commits_since_check += 1
             if state.commits_since_check < max(settings.compact_min_files // 4, 1):
                 return
