@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 VENV_STAMP := $(VENV)/.eventlake-installed
 
-.PHONY: all install constraints jars test-jars lock-jars postgres test-tools demo test unit integration lint bench iceberg-probe clean distclean
+.PHONY: all install constraints jars test-jars lock-jars postgres test-tools demo test unit integration lint bench soak iceberg-probe clean distclean
 
 all: test
 
@@ -81,6 +81,14 @@ BENCH_ARGS ?=
 bench: install jars $(BENCH_STAMP)
 	$(BIN)/eventlake jars fetch --set flink-bench
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# The orders and users pipelines for SOAK_MINUTES with table maintenance on, then off
+# (about twice that, plus the state-growth benchmark); figures in bench/results/soak.*.
+SOAK_MINUTES ?= 30
+SOAK_ARGS ?=
+
+soak: install jars postgres $(BENCH_STAMP)
+	$(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
 
 # Tries Maven Central's Iceberg Spark runtime on eventlake's Spark (docs/iceberg.md).
 ICEBERG_VERSION ?= 1.12.0

@@ -1,0 +1,500 @@
+"""`make soak`: the orders pipeline (all seven flows) and the users CDC pipeline running
+for a long time at steady rates, with the run's table maintenance on and then off.
+
+Both pipelines run in one driver process (one JVM) on their shipped triggers, against
+the embedded broker and PostgreSQL, while producers send orders and Debezium change
+events at fixed rates. Order event time runs :data:`SPEED` times faster than the wall
+clock, so ``gold/revenue_hourly`` closes an hour every 10 s. Every minute the phase
+samples:
+
+- batch time p50/p99 per flow (Spark's progress events of that minute);
+- driver (Python) and JVM resident memory, and the JVM heap in use;
+- per Delta table the files and bytes its current version reads, and those on disk;
+- the checkpoints' files and bytes, and the state stores' bytes.
+
+After the run, from the tables' commit times: produce -> ``silver/orders`` latency and
+closed hour -> ``gold/revenue_hourly`` latency, per minute. The first minute after both
+pipelines are planned is warm-up and left out of every figure.
+
+``python -m bench.soak [--minutes 30] [--only on,off]`` writes bench/results/soak.json,
+soak.md and one PNG per figure (drawn by :mod:`bench.plot_soak` in the bench venv).
+``python -m bench.soak phase ...`` is one phase, in a fresh process (its own JVM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.fresh import in_fresh_process
+from bench.latency import paced, percentiles, rows_by_version
+from bench.medallion import EVENT_START, SPEED, WINDOW_DELAY, _epoch, _order
+from bench.run import BENCH_PYTHON, RESULTS, machine
+
+MINUTES = 30
+WARMUP_SECONDS = 60
+SAMPLE_SECONDS = 60
+ORDERS_RATE = 500
+CDC_RATE = 50
+#: Distinct users the change events touch: the MERGE targets hold at most this many.
+CDC_USERS = 5_000
+PG_PASSWORD_ENV = "EVENTLAKE_SOAK_PG_PASSWORD"
+#: Minutes compared at each end of a phase.
+WINDOW_MINUTES = 10
+
+
+def _rss_bytes(pid: int | str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _tree(path: Path) -> tuple[int, int]:
+    """(files, bytes) under ``path``."""
+    files = size = 0
+    for folder, _dirs, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):  # removed by a VACUUM meanwhile
+                size += (Path(folder) / name).stat().st_size
+                files += 1
+    return files, size
+
+
+def _state_bytes(checkpoints: Path) -> int:
+    total = 0
+    for folder, _dirs, names in os.walk(checkpoints):
+        if "state" in Path(folder).relative_to(checkpoints).parts:
+            for name in names:
+                with contextlib.suppress(FileNotFoundError):  # a state file cleaned up meanwhile
+                    total += (Path(folder) / name).stat().st_size
+    return total
+
+
+def _tables(lake: Path) -> list[Path]:
+    return sorted(p.parent for p in lake.rglob("_delta_log") if p.is_dir())
+
+
+def _table_sample(path: Path) -> dict[str, int]:
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(path))
+    sizes = table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
+    data = [f for f in path.rglob("*.parquet") if "_delta_log" not in f.parts]
+    disk_bytes = sum(f.stat().st_size for f in data if f.exists())
+    log_files, _ = _tree(path / "_delta_log")
+    return {"version": table.version(), "files": len(sizes), "bytes": sum(sizes),
+            "disk_files": len(data), "disk_bytes": disk_bytes, "log_files": log_files}  # fmt: skip
+
+
+class Sampler(threading.Thread):
+    """Once a minute: the batch times of that minute per flow, memory, tables, checkpoints."""
+
+    def __init__(self, spark: Any, lake: Path, checkpoints: Path, since: float) -> None:
+        super().__init__(daemon=True, name="soak-sampler")
+        self.lake, self.checkpoints, self.since = lake, checkpoints, since
+        self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+        self.runtime = spark._jvm.java.lang.Runtime.getRuntime()
+        self.samples: list[dict[str, Any]] = []
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+        self._batches: dict[str, list[float]] = defaultdict(list)
+        self._seen: set[tuple[str, int]] = set()
+
+    def observe(self, progress: Any) -> None:
+        """A progress observer: each batch's duration once, from the end of the warm-up."""
+        key = (progress.query, progress.batch_id)
+        if key in self._seen or progress.timestamp < self.since:
+            return
+        self._seen.add(key)
+        with self._lock:
+            self._batches[progress.query].append(progress.batch_duration_ms / 1000)
+
+    def run(self) -> None:
+        minute = 0
+        while not self.done.wait(max(0.0, self.since + (minute + 1) * SAMPLE_SECONDS
+                                     - time.time())):  # fmt: skip
+            minute += 1
+            self.sample(minute)
+
+    def sample(self, minute: int) -> None:
+        with self._lock:
+            batches, self._batches = self._batches, defaultdict(list)
+        rt = self.runtime
+        checkpoint_files, checkpoint_bytes = _tree(self.checkpoints)
+        tables: dict[str, dict[str, int]] = {}
+        for path in _tables(self.lake):
+            try:
+                tables[str(path.relative_to(self.lake))] = _table_sample(path)
+            except Exception as e:  # a table being created; its next sample counts
+                print(f"[soak] {path}: {e}", file=sys.stderr, flush=True)
+        s = {
+            "minute": minute,
+            "at": time.time(),
+            "batches": {
+                q: {
+                    "count": len(v),
+                    "p50": round(statistics.median(v), 3),
+                    "p99": percentiles(v).get("p99"),
+                    "max": round(max(v), 3),
+                }
+                for q, v in sorted(batches.items())
+                if v
+            },
+            "driver_rss_bytes": _rss_bytes("self"),
+            "jvm_rss_bytes": _rss_bytes(self.jvm_pid),
+            "jvm_heap_used_bytes": int(rt.totalMemory()) - int(rt.freeMemory()),
+            "tables": tables,
+            "checkpoint_files": checkpoint_files,
+            "checkpoint_bytes": checkpoint_bytes,
+            "state_bytes": _state_bytes(self.checkpoints),
+        }
+        self.samples.append(s)
+        slowest = max(s["batches"].items(), key=lambda kv: kv[1]["p99"] or 0, default=None)
+        print(f"[soak] minute {minute}: {sum(t['files'] for t in tables.values())} files in "
+              f"{len(tables)} tables, driver {s['driver_rss_bytes'] >> 20} MiB, JVM "
+              f"{s['jvm_rss_bytes'] >> 20} MiB, checkpoints {checkpoint_files} files, slowest "
+              f"p99 {slowest}", file=sys.stderr, flush=True)  # fmt: skip
+
+
+def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> Any:
+    from eventlake.config.loader import settings_from_dict
+
+    phase = "on" if maintenance else "off"  # each phase its own topics on the one broker
+
+    return settings_from_dict({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "lake": {"root": str(root / "lake")},
+        "checkpoints": {"root": str(root / "checkpoints")},
+        "project": {"examples": True},
+        "maintenance": {"enabled": maintenance},
+        "postgres": {"port": pg_port, "password": os.environ[PG_PASSWORD_ENV]},
+        "pipelines": {
+            "orders": {"topic": f"soak-{phase}-orders",
+                       "high_value_topic": f"soak-{phase}-high-value"},
+            "users": {"topic": f"soak-{phase}-users-cdc",
+                      "state_topic": f"soak-{phase}-users-state",
+                      "postgres_table": f"soak_{phase}_users"},
+        },
+    })  # fmt: skip
+
+
+def _minute_of(at: float, since: float) -> int:
+    return int((at - since) // SAMPLE_SECONDS)
+
+
+def _latencies(settings: Any, w0: float, since: float) -> dict[str, dict[int, list[float]]]:
+    """Per minute after the warm-up: produce -> silver/orders (each row) and closed hour ->
+    gold/revenue_hourly (each hour), from the versions' commit times."""
+    from deltalake import DeltaTable
+
+    def commits(path: Any) -> dict[int, float]:
+        return {int(c["version"]): c["timestamp"] / 1000 for c in DeltaTable(str(path)).history()}
+
+    bronze_path = settings.lake.table_path("bronze", "orders")
+    produced = {(r["partition"], r["offset"]): _epoch(r["kafka_timestamp"])
+                for rows in rows_by_version(bronze_path, ["partition", "offset",
+                                                          "kafka_timestamp"]).values()
+                for r in rows}  # fmt: skip
+    out: dict[str, dict[int, list[float]]] = {"silver": defaultdict(list),
+                                              "gold": defaultdict(list)}  # fmt: skip
+    silver_path = settings.lake.table_path("silver", "orders")
+    at = commits(silver_path)
+    for v, rows in rows_by_version(silver_path, ["partition", "offset"]).items():
+        for r in rows:
+            sent = produced.get((r["partition"], r["offset"]))
+            if sent is not None and sent >= since:
+                out["silver"][_minute_of(at[v], since)].append(at[v] - sent)
+    gold_path = settings.lake.table_path("gold", "revenue_hourly")
+    at = commits(gold_path)
+    shown: dict[float, float] = {}
+    for v, rows in rows_by_version(gold_path, ["window_end"]).items():
+        for r in rows:
+            shown.setdefault(_epoch(r["window_end"]), at[v])
+    for end, when in shown.items():
+        # The first order whose event time passed the hour's end plus the watermark delay
+        # was produced at this wall time (event time is a function of the wall clock).
+        closed = w0 + (end + WINDOW_DELAY.total_seconds() - EVENT_START.timestamp()) / SPEED
+        if closed >= since:
+            out["gold"][_minute_of(when, since)].append(when - closed)
+    return out
+
+
+def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes: int,
+           rate: float, cdc_rate: float) -> dict[str, Any]:  # fmt: skip
+    from eventlake.generator import CdcConfig, CdcGenerator, send
+    from eventlake.generator import paced as paced_records
+    from eventlake.kafka import create_topic, produce
+    from eventlake.monitoring import ProgressListener
+    from eventlake.pipelines.loader import load_pipelines
+    from eventlake.run import run_pipeline
+    from eventlake.session import get_spark
+
+    settings = _settings(bootstrap, root, pg_port, maintenance)
+    orders, users = settings.pipelines["orders"], settings.pipelines["users"]
+    for topic, partitions in ((orders["topic"], 3), (orders["high_value_topic"], 1),
+                              (users["topic"], 3), (users["state_topic"], 1)):  # fmt: skip
+        create_topic(bootstrap, topic, partitions=partitions)
+    spark = get_spark(settings)
+    registry = load_pipelines(examples=True)
+    stop = threading.Event()
+    planned: list[str] = []
+    both_planned = threading.Event()
+
+    def on_plan(name: str) -> Any:
+        def mark(_plan: object, _report: object) -> None:
+            planned.append(name)
+            if len(planned) == 2:
+                both_planned.set()
+
+        return mark
+
+    listeners = [ProgressListener(show=False) for _ in range(2)]
+    runs = [
+        threading.Thread(
+            target=run_pipeline,
+            name=f"soak-{name}",
+            args=(name, settings),
+            kwargs={
+                "registry": registry,
+                "stop": stop,
+                "listener": listener,
+                "on_plan": on_plan(name),
+            },
+        )
+        for name, listener in zip(("orders", "users"), listeners, strict=True)
+    ]
+    for r in runs:
+        r.start()
+    if not both_planned.wait(600):
+        raise RuntimeError(f"pipelines not planned in 10 minutes: {planned}")
+    w0 = time.time()
+    since = w0 + WARMUP_SECONDS
+    until = since + minutes * 60
+    sampler = Sampler(spark, settings.lake.root.path, settings.checkpoints.root.path, since)
+    listeners[0].observers.append(sampler.observe)  # each listener sees every query
+    sampler.start()
+
+    def order_at(i: int, wall: float) -> tuple[str, str]:
+        return _order(i, EVENT_START + timedelta(seconds=(wall - w0) * SPEED))
+
+    changes = CdcGenerator(CdcConfig(seed=7, users=CDC_USERS)).records(
+        int(cdc_rate * (until - w0)) + 1
+    )
+    producers = [
+        threading.Thread(target=produce, args=(bootstrap, orders["topic"],
+                                               paced(rate, w0, until, order_at))),
+        threading.Thread(target=send, args=(bootstrap, users["topic"],
+                                            paced_records(changes, cdc_rate, until - w0))),
+    ]  # fmt: skip
+    for p in producers:
+        p.start()
+    for p in producers:
+        p.join()
+    sampler.done.set()
+    sampler.join()
+    stop.set()
+    for r in runs:
+        r.join()
+    for listener in listeners:
+        listener.close()
+    lat = _latencies(settings, w0, since)
+    latency = {hop: {str(m): percentiles(v) for m, v in sorted(per.items())}
+               for hop, per in lat.items()}  # fmt: skip
+    flows = {name: t.batches for name, t in listeners[0].snapshot().items()}
+    return {"maintenance": maintenance, "minutes": minutes, "orders_per_second": rate,
+            "changes_per_second": cdc_rate, "samples": sampler.samples, "latency": latency,
+            "batches": flows}  # fmt: skip
+
+
+def _window(samples: list[dict[str, Any]], first: bool) -> list[dict[str, Any]]:
+    return samples[:WINDOW_MINUTES] if first else samples[-WINDOW_MINUTES:]
+
+
+def _p99_of(samples: list[dict[str, Any]], flow: str) -> float | None:
+    values = [s["batches"][flow]["p99"] for s in samples if flow in s["batches"]]
+    return max(values) if values else None
+
+
+def _slope_per_hour(xs: list[float], ys: list[float]) -> float:
+    if len(xs) < 2:
+        return 0.0
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else 0.0
+
+
+def summary(phase: dict[str, Any]) -> dict[str, Any]:
+    """The acceptance figures of one phase: batch p99 per flow (max of the minutes' p99s)
+    in the first and last 10 minutes, files per table and memory at each end, trends."""
+    samples = phase["samples"]
+    first, last = _window(samples, True), _window(samples, False)
+    flows = sorted({f for s in samples for f in s["batches"]})
+    p99 = {}
+    for f in flows:
+        a, b = _p99_of(first, f), _p99_of(last, f)
+        p99[f] = {"first": a, "last": b, "ratio": round(b / a, 2) if a and b else None}
+    tables = sorted({t for s in samples for t in s["tables"]})
+    files = {}
+    for t in tables:
+        xs = [float(s["minute"]) for s in samples if t in s["tables"]]
+        ys = [float(s["tables"][t]["files"]) for s in samples if t in s["tables"]]
+        files[t] = {"first": int(ys[0]), "max": int(max(ys)), "last": int(ys[-1]),
+                    "per_hour": round(_slope_per_hour(xs, ys), 1)}  # fmt: skip
+    minutes = [float(s["minute"]) for s in samples]
+
+    def mib(key: str, window: list[dict[str, Any]]) -> float:
+        return round(statistics.fmean(s[key] for s in window) / 2**20, 1)
+
+    memory = {key: {"first_mib": mib(key, first), "last_mib": mib(key, last),
+                    "mib_per_hour": round(_slope_per_hour(
+                        minutes, [s[key] / 2**20 for s in samples]), 1)}
+              for key in ("driver_rss_bytes", "jvm_rss_bytes", "jvm_heap_used_bytes",
+                          "checkpoint_bytes", "state_bytes")}  # fmt: skip
+    return {"batch_p99": p99, "files": files, "memory": memory}
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from eventlake.config import PostgresSettings
+    from eventlake.kafka import EmbeddedKafkaBroker
+    from eventlake.postgres import EmbeddedPostgres
+    from eventlake.testing import free_port
+
+    results: dict[str, Any] = {"machine": machine(),
+                               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "phases": {}}  # fmt: skip
+    logs = RESULTS / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="eventlake-soak-") as tmp:
+        root = Path(tmp)
+        (root / "pg").mkdir()
+        (root / "pg").chmod(0o755)  # the postgres user (when run as root) must reach it
+        os.environ[PG_PASSWORD_ENV] = os.urandom(12).hex()
+        pg = PostgresSettings(port=free_port(), password=os.environ[PG_PASSWORD_ENV])
+        server = EmbeddedPostgres(pg, root / "pg" / "data")
+        server.start()
+        try:
+            with EmbeddedKafkaBroker(port=free_port(), data_dir=root / "kafka") as broker:
+                only = args.only.split(",")
+                for name in (n for n in only if n in ("on", "off")):
+                    print(f"[soak] phase maintenance {name}: {args.minutes} min", flush=True)
+                    r = in_fresh_process(
+                        "bench.soak", "phase", broker.bootstrap_servers, str(root / name),
+                        str(pg.port), name, str(args.minutes), str(args.rate),
+                        str(args.cdc_rate), title=f"maintenance {name}", show_stderr=True,
+                    )  # fmt: skip
+                    (logs / f"soak-{name}.json").write_text(json.dumps(r, indent=1) + "\n")
+                    if "error" not in r:
+                        r["summary"] = summary(r)
+                    results["phases"][name] = r
+                if "state" in only:
+                    from bench.state_growth import measure_state_growth
+
+                    print("[soak] state growth: 100K and 10M keys", flush=True)
+                    results["state_growth"] = measure_state_growth(
+                        broker.bootstrap_servers, root / "state"
+                    )
+        finally:
+            server.remove()
+    return results
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    phases = results["phases"]
+    any_phase = next(iter(phases.values()), {})
+    lines = [
+        "# eventlake soak",
+        "",
+        f"{results['at']}: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB, Python "
+        f"{m['python']}. The `orders` pipeline (7 flows) at {any_phase.get('orders_per_second')} "
+        f"orders/s and the `users` CDC pipeline at {any_phase.get('changes_per_second')} "
+        f"changes/s ({CDC_USERS:,} users), one driver, shipped triggers, "
+        f"{any_phase.get('minutes')} minutes after a {WARMUP_SECONDS}-second warm-up, with "
+        "the run's table maintenance on and off; sampled every minute. Batch p99: the "
+        f"highest per-minute p99 of the first and of the last {WINDOW_MINUTES} minutes.",
+    ]
+    for name, phase in phases.items():
+        lines += ["", f"## Maintenance {name}", ""]
+        if "error" in phase:
+            lines += phase["markdown"][2:]
+            continue
+        s = phase["summary"]
+        lines += ["| flow | batches | batch p99, first 10 min (s) | last 10 min (s) | ratio |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for flow, p in s["batch_p99"].items():
+            lines.append(f"| {flow} | {phase['batches'].get(flow, '-')} | {p['first']} "
+                         f"| {p['last']} | {p['ratio']} |")  # fmt: skip
+        lines += ["", "| table | files at minute 1 | max | at the end | trend (files/hour) |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for table, f in s["files"].items():
+            lines.append(f"| {table} | {f['first']} | {f['max']} | {f['last']} "
+                         f"| {f['per_hour']} |")  # fmt: skip
+        lines += ["", "| measure | first 10 min (MiB) | last 10 min (MiB) | trend (MiB/hour) |",
+                  "|---|---|---|---|"]  # fmt: skip
+        for key, v in s["memory"].items():
+            lines.append(f"| {key.removesuffix('_bytes')} | {v['first_mib']} | "
+                         f"{v['last_mib']} | {v['mib_per_hour']} |")  # fmt: skip
+        for hop, label in (("silver", "produce -> silver/orders"),
+                           ("gold", "closed hour -> gold/revenue_hourly")):  # fmt: skip
+            per = phase["latency"][hop]
+            keys = sorted(per, key=int)
+            head, tail = keys[:WINDOW_MINUTES], keys[-WINDOW_MINUTES:]
+
+            def worst(ks: list[str], per: dict[str, Any] = per) -> Any:
+                return max((per[k].get("p99", 0) for k in ks), default="-")
+
+            lines.append(f"\n{label}: p99 {worst(head)} s in the first {WINDOW_MINUTES} "
+                         f"minutes, {worst(tail)} s in the last.")  # fmt: skip
+    if "state_growth" in results:
+        lines += ["", *results["state_growth"]["markdown"]]
+    lines += ["", *(f"![{p.stem}]({p.name})" for p in sorted(RESULTS.glob("soak-*.png")))]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+    phase = sub.add_parser("phase")
+    for arg in ("bootstrap", "root", "pg_port", "maintenance", "minutes", "rate", "cdc_rate"):
+        phase.add_argument(arg)
+    parser.add_argument("--minutes", type=int, default=MINUTES)
+    parser.add_argument("--rate", type=float, default=ORDERS_RATE)
+    parser.add_argument("--cdc-rate", type=float, default=CDC_RATE)
+    parser.add_argument(
+        "--only",
+        default="on,off,state",
+        help="of: on, off (maintenance phases), state (state growth)",
+    )
+    args = parser.parse_args()
+    if args.command == "phase":
+        print(json.dumps(_phase(args.bootstrap, Path(args.root), int(args.pg_port),
+                                args.maintenance == "on", int(args.minutes), float(args.rate),
+                                float(args.cdc_rate))))  # fmt: skip
+        return
+    results = measure(args)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "soak.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    plotted = subprocess.run([str(BENCH_PYTHON), "-m", "bench.plot_soak",
+                              str(RESULTS / "soak.json"), str(RESULTS)],
+                             cwd=RESULTS.parents[1], check=False)  # fmt: skip
+    if plotted.returncode != 0:
+        print("[soak] the plots failed (see above)", file=sys.stderr)
+    (RESULTS / "soak.md").write_text(markdown(results))
+    print((RESULTS / "soak.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
