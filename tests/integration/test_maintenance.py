@@ -9,11 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
 from eventlake.config import load_settings
+from eventlake.config.model import MaintenanceSettings
 from eventlake.connectors import (
     DeltaInput,
     DeltaOutput,
@@ -22,6 +24,7 @@ from eventlake.connectors import (
     MergeDelta,
     kafka_records,
 )
+from eventlake.connectors.delta import TableState, maintain_table
 from eventlake.connectors.delta.tables import ensure_delta_table
 from eventlake.kafka import produce
 from eventlake.operations.maintain import maintain_pipeline
@@ -238,3 +241,25 @@ def test_merge_targets_are_clustered_or_z_ordered_by_their_key(
         assert sorted((r["key"], r["n"]) for r in rows) == sorted(latest_n.items())
     reports = {r["table"]: r for r in table_reports(pipeline, settings)}
     assert "Z-ordered by key" in reports["silver/partitioned"]["last_compact"]["did"]
+
+
+def test_a_compaction_rewrites_the_small_files_only(spark: SparkSession, tmp_path: Path) -> None:
+    """A file of small_file_bytes or more is left as it is (Delta's OPTIMIZE would rewrite
+    every file under 1 GB: a compaction's work would grow with the table)."""
+    path = tmp_path / "grown"
+    rows = spark.range(0, 50_000).selectExpr("id", "uuid() AS u").coalesce(1)
+    rows.write.format("delta").save(str(path))
+    for i in range(3):
+        tiny = spark.range(i, i + 1).selectExpr("id", "uuid() AS u").coalesce(1)
+        tiny.write.format("delta").mode("append").save(str(path))
+    small_bytes = 64 * 1024
+    sizes = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pydict()
+    [big] = [p for p, n in zip(sizes["path"], sizes["size_bytes"], strict=True) if n >= small_bytes]
+
+    settings = MaintenanceSettings(small_file_bytes=small_bytes, compact_min_files=2)
+    done = maintain_table(spark, TableState(str(path), "t/grown", settings))
+    assert [a.detail for a in done.actions if a.kind == "compact"] == ["3 files into 1"]
+    after = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("path").to_pylist()
+    assert big in after
+    assert len(after) == 2
+    assert len(read_delta(path)) == 50_003

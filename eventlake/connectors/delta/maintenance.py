@@ -42,6 +42,9 @@ DRAIN_SECONDS = 30.0
 _RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 #: How many tasks list a table's folders for VACUUM.
 _LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+#: Files from this size up are left alone by OPTIMIZE (Delta's default: 1 GB, so every
+#: compaction would rewrite the whole table until its files reach 1 GB each).
+_OPTIMIZE_MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
 #: The margin kept over what a reader of the run needs (ms): clocks of writers and of
 #: this process may differ by that much.
 _READER_MARGIN_MS = 60 * 1000
@@ -239,18 +242,33 @@ def maintenance_session(spark: SparkSession) -> SparkSession:
     return session
 
 
-def compact(spark: SparkSession, path: Location, layout_key: tuple[str, ...] = ()) -> str:
+def compact(
+    spark: SparkSession,
+    path: Location,
+    layout_key: tuple[str, ...] = (),
+    small_bytes: int | None = None,
+) -> str:
     """OPTIMIZE the table: a ``dataChange=false`` commit. A clustered table is clustered;
     one that is not, with a ``layout_key``, is Z-ordered by it (less its partition
-    columns). Returns what it did."""
+    columns); otherwise only files under ``small_bytes`` are rewritten, so a compaction's
+    work stays bounded however large the table grows. Returns what it did."""
     from delta.tables import DeltaTable
 
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: compact {path}")
     table = DeltaTable.forPath(spark, str(path))
     zorder = zorder_columns(table, layout_key) if layout_key else ()
     optimize = table.optimize()
-    done = optimize.executeZOrderBy(*zorder) if zorder else optimize.executeCompaction()
-    result = done.head()
+    previous = spark.conf.get(_OPTIMIZE_MIN_FILE_SIZE, None)
+    if small_bytes is not None:
+        spark.conf.set(_OPTIMIZE_MIN_FILE_SIZE, str(small_bytes))
+    try:
+        done = optimize.executeZOrderBy(*zorder) if zorder else optimize.executeCompaction()
+        result = done.head()
+    finally:
+        if previous is None:
+            spark.conf.unset(_OPTIMIZE_MIN_FILE_SIZE)
+        else:
+            spark.conf.set(_OPTIMIZE_MIN_FILE_SIZE, previous)
     metrics = result["metrics"] if result is not None else None
     if metrics is None:
         return "nothing to compact"
@@ -379,7 +397,8 @@ def maintain_table(
     if before.small_files >= threshold:
 
         def compact_table() -> str:
-            return _locked(lock, lambda: compact(spark, path, state.layout_key))
+            small = settings.small_file_bytes
+            return _locked(lock, lambda: compact(spark, path, state.layout_key, small))
 
         done.append(_act("compact", dry_run, compact_table,
                          f"would compact {before.small_files} small files"))  # fmt: skip
