@@ -358,9 +358,13 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
     def mib(key: str, window: list[dict[str, Any]]) -> float:
         return round(statistics.fmean(s[key] for s in window) / 2**20, 1)
 
+    half = len(samples) // 2  # Spark keeps 100 batches of checkpoint and state files:
+    # the first quarter hour fills them, so the second half shows what still grows.
     memory = {key: {"first_mib": mib(key, first), "last_mib": mib(key, last),
                     "mib_per_hour": round(_slope_per_hour(
-                        minutes, [s[key] / 2**20 for s in samples]), 1)}
+                        minutes, [s[key] / 2**20 for s in samples]), 1),
+                    "second_half_mib_per_hour": round(_slope_per_hour(
+                        minutes[half:], [s[key] / 2**20 for s in samples[half:]]), 1)}
               for key in ("driver_rss_bytes", "jvm_rss_bytes", "jvm_heap_used_bytes",
                           "checkpoint_bytes", "state_bytes")}  # fmt: skip
     return {"batch_p99": p99, "files": files, "memory": memory}
@@ -442,11 +446,12 @@ def markdown(results: dict[str, Any]) -> str:
         for table, f in s["files"].items():
             lines.append(f"| {table} | {f['first']} | {f['max']} | {f['last']} "
                          f"| {f['per_hour']} |")  # fmt: skip
-        lines += ["", "| measure | first 10 min (MiB) | last 10 min (MiB) | trend (MiB/hour) |",
-                  "|---|---|---|---|"]  # fmt: skip
+        lines += ["", "| measure | first 10 min (MiB) | last 10 min (MiB) | trend (MiB/hour) "
+                  "| trend, second half |", "|---|---|---|---|---|"]  # fmt: skip
         for key, v in s["memory"].items():
             lines.append(f"| {key.removesuffix('_bytes')} | {v['first_mib']} | "
-                         f"{v['last_mib']} | {v['mib_per_hour']} |")  # fmt: skip
+                         f"{v['last_mib']} | {v['mib_per_hour']} "
+                         f"| {v.get('second_half_mib_per_hour', '-')} |")  # fmt: skip
         for hop, label in (("silver", "produce -> silver/orders"),
                            ("gold", "closed hour -> gold/revenue_hourly")):  # fmt: skip
             per = phase["latency"][hop]
@@ -478,13 +483,27 @@ def main() -> None:
         default="on,off,state",
         help="of: on, off (maintenance phases), state (state growth)",
     )
+    parser.add_argument(
+        "--report", action="store_true", help="only rebuild soak.md and the figures from soak.json"
+    )
     args = parser.parse_args()
+    if args.report:
+        results = json.loads((RESULTS / "soak.json").read_text())
+        for phase in results["phases"].values():
+            if "error" not in phase:
+                phase["summary"] = summary(phase)
+        _report(results)
+        return
     if args.command == "phase":
         print(json.dumps(_phase(args.bootstrap, Path(args.root), int(args.pg_port),
                                 args.maintenance == "on", int(args.minutes), float(args.rate),
                                 float(args.cdc_rate))))  # fmt: skip
         return
-    results = measure(args)
+    _report(measure(args))
+
+
+def _report(results: dict[str, Any]) -> None:
+    """soak.json, the figures (in the bench venv) and soak.md."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "soak.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
     plotted = subprocess.run([str(BENCH_PYTHON), "-m", "bench.plot_soak",
