@@ -144,7 +144,8 @@ class CdcGenerator:
         """``count`` records (tombstones included) in emission order."""
         cfg = self.config
         held: deque[tuple[int, GeneratedRecord]] = deque()
-        emitted: list[GeneratedRecord] = []
+        # The last valid records, where duplicates come from (a run may last for days).
+        emitted: deque[GeneratedRecord] = deque(maxlen=20)
         changes = self.changes()
         produced = 0
 
@@ -165,7 +166,7 @@ class CdcGenerator:
                 yield from out(self._malformed())
                 continue
             if roll < cfg.malformed_fraction + cfg.duplicate_fraction and emitted:
-                again = self.rng.choice(emitted[-20:])
+                again = self.rng.choice(emitted)
                 yield from out(
                     GeneratedRecord(again.key, again.value, "duplicate", data=again.data)
                 )
