@@ -51,6 +51,8 @@ CDC_RATE = 50
 #: Distinct users the change events touch: the MERGE targets hold at most this many.
 CDC_USERS = 5_000
 PG_PASSWORD_ENV = "EVENTLAKE_SOAK_PG_PASSWORD"
+#: Extra ``spark.conf`` of every phase (JSON), from ``--spark-conf KEY=VALUE``.
+SPARK_CONF_ENV = "EVENTLAKE_SOAK_SPARK_CONF"
 #: Minutes compared at each end of a phase.
 WINDOW_MINUTES = 10
 
@@ -181,6 +183,7 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
         "project": {"examples": True},
         "maintenance": {"enabled": maintenance},
         "postgres": {"port": pg_port, "password": os.environ[PG_PASSWORD_ENV]},
+        "spark": {"conf": json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")},
         "pipelines": {
             "orders": {"topic": f"soak-{phase}-orders",
                        "high_value_topic": f"soak-{phase}-high-value"},
@@ -305,6 +308,8 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
         p.join()
     sampler.done.set()
     sampler.join()
+    found = spark._jsc.sc().getAllPools()  # under FAIR, a pool per query; FIFO has none
+    pools = sorted(str(found.apply(i).name()) for i in range(found.size()))
     stop.set()
     for r in runs:
         r.join()
@@ -316,7 +321,7 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
     flows = {name: t.batches for name, t in listeners[0].snapshot().items()}
     return {"maintenance": maintenance, "minutes": minutes, "orders_per_second": rate,
             "changes_per_second": cdc_rate, "samples": sampler.samples, "latency": latency,
-            "batches": flows}  # fmt: skip
+            "batches": flows, "scheduler_pools": pools}  # fmt: skip
 
 
 def _window(samples: list[dict[str, Any]], first: bool) -> list[dict[str, Any]]:
@@ -376,9 +381,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from eventlake.postgres import EmbeddedPostgres
     from eventlake.testing import free_port
 
+    conf = json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")
     results: dict[str, Any] = {"machine": machine(),
                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               "phases": {}}  # fmt: skip
+                               "phases": {}, "spark_conf": conf}  # fmt: skip
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="eventlake-soak-") as tmp:
@@ -428,7 +434,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"changes/s ({CDC_USERS:,} users), one driver, shipped triggers, "
         f"{any_phase.get('minutes')} minutes after a {WARMUP_SECONDS}-second warm-up, with "
         "the run's table maintenance on and off; sampled every minute. Batch p99: the "
-        f"highest per-minute p99 of the first and of the last {WINDOW_MINUTES} minutes.",
+        f"highest per-minute p99 of the first and of the last {WINDOW_MINUTES} minutes."
+        + (f" spark.conf: `{results['spark_conf']}`." if results.get("spark_conf") else ""),
     ]
     for name, phase in phases.items():
         lines += ["", f"## Maintenance {name}", ""]
@@ -483,6 +490,8 @@ def main() -> None:
         default="on,off,state",
         help="of: on, off (maintenance phases), state (state growth)",
     )
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="spark.conf of every phase (repeatable)")  # fmt: skip
     parser.add_argument(
         "--report", action="store_true", help="only rebuild soak.md and the figures from soak.json"
     )
@@ -499,6 +508,7 @@ def main() -> None:
                                 args.maintenance == "on", int(args.minutes), float(args.rate),
                                 float(args.cdc_rate))))  # fmt: skip
         return
+    os.environ[SPARK_CONF_ENV] = json.dumps(dict(kv.split("=", 1) for kv in args.spark_conf))
     _report(measure(args))
 
 

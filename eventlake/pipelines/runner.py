@@ -89,16 +89,26 @@ def preflight_topics(
         )
 
 
+#: The local property naming a job's scheduler pool; the query's thread inherits it.
+SCHEDULER_POOL = "spark.scheduler.pool"
+
+
 def _start_query(flow: PlannedFlow, trigger: str) -> StreamingQuery:
     """Open the flow's output and start its query (the output is closed again when the
-    query cannot start)."""
+    query cannot start). The query's jobs go to a scheduler pool named after it: under
+    ``spark.scheduler.mode=FAIR`` the flows share the cores instead of queueing their
+    jobs one behind another (FIFO, Spark's default, ignores pools)."""
     output = flow.spec.output
     output.open(flow.ctx)
+    context = flow.ctx.spark.sparkContext
+    context.setLocalProperty(SCHEDULER_POOL, flow.query_name)
     try:
         return output.start(flow.df, flow.ctx, trigger=trigger, output_mode=flow.spec.output_mode)
     except BaseException:
         output.close(flow.ctx)
         raise
+    finally:
+        context.setLocalProperty(SCHEDULER_POOL, None)  # type: ignore[arg-type]
 
 
 #: Called with the flow's query name, the error it failed with, the restart's number and
