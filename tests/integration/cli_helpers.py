@@ -55,3 +55,24 @@ def run_cli(
         cwd=cwd,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
+
+
+def bronze_silver_module(name: str) -> str:
+    """A pipeline module for ``--module``: ``name`` reads Kafka into ``bronze/<name>``
+    (flow ``raw``) and copies that into ``silver/<name>`` (flow ``copied``)."""
+    return f"""
+from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
+from eventlake.pipelines import Pipeline
+
+{name} = Pipeline("{name}")
+
+
+@{name}.flow(input=KafkaInput(), output=DeltaOutput("bronze", "{name}"))
+def raw(ctx, df):
+    return kafka_records(df).select("key", "value")
+
+
+@{name}.flow(input=DeltaInput("bronze", "{name}"), output=DeltaOutput("silver", "{name}"))
+def copied(ctx, df):
+    return df
+"""

@@ -39,29 +39,14 @@ from eventlake.testing import (
     unique_name,
     wait_until,
 )
-from tests.integration.cli_helpers import run_cli, write_config
+from tests.integration.cli_helpers import bronze_silver_module, run_cli, write_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.integration
 
-MODULE = """
-from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
-from eventlake.pipelines import Pipeline
-
-kept = Pipeline("kept")
-
-
-@kept.flow(input=KafkaInput(), output=DeltaOutput("bronze", "kept"))
-def raw(ctx, df):
-    return kafka_records(df).select("key", "value")
-
-
-@kept.flow(input=DeltaInput("bronze", "kept"), output=DeltaOutput("silver", "kept"))
-def copied(ctx, df):
-    return df
-"""
+MODULE = bronze_silver_module("kept")
 
 
 def _files(path: Path) -> int:

@@ -12,26 +12,11 @@ import pytest
 import yaml
 
 from eventlake.kafka import produce
-from tests.integration.cli_helpers import run_cli, write_config
+from tests.integration.cli_helpers import bronze_silver_module, run_cli, write_config
 
 pytestmark = pytest.mark.integration
 
-MODULE = """
-from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput, kafka_records
-from eventlake.pipelines import Pipeline
-
-pooled = Pipeline("pooled")
-
-
-@pooled.flow(input=KafkaInput(), output=DeltaOutput("bronze", "pooled"))
-def raw(ctx, df):
-    return kafka_records(df).select("key", "value")
-
-
-@pooled.flow(input=DeltaInput("bronze", "pooled"), output=DeltaOutput("silver", "pooled"))
-def copied(ctx, df):
-    return df
-"""
+MODULE = bronze_silver_module("pooled")
 
 
 def test_each_flow_runs_its_jobs_in_a_pool_of_its_own(
