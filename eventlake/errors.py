@@ -369,6 +369,8 @@ _TRANSIENT_CLASSES = (
     "io.delta.exceptions.MetadataChangedException",
     *_STORAGE_UNREACHABLE,
 )
+#: A Kafka client refusing its own properties: restarting cannot change them.
+_FATAL_CLASSES = _KAFKA_CONFIG
 _FATAL_CONDITIONS = (
     "KAFKA_DATA_LOSS",  # offsets gone under failOnDataLoss: restarting loses them again
     "DELTA_METADATA_MISMATCH",  # the sink refuses the schema
@@ -407,7 +409,7 @@ def recovery_of(exc: BaseException) -> Recovery:
         return Recovery.TRANSIENT
     for link in jvm_causes(exc):
         found_condition = link.condition or ""
-        if found_condition.startswith(_FATAL_CONDITIONS) or link.cls in _KAFKA_CONFIG:
+        if found_condition.startswith(_FATAL_CONDITIONS) or link.cls in _FATAL_CLASSES:
             return Recovery.FATAL
         if found_condition.startswith(_TRANSIENT_CONDITIONS) or link.cls in _TRANSIENT_CLASSES:
             return Recovery.TRANSIENT

@@ -208,8 +208,7 @@ def table_report(path: Location, table: str, settings: MaintenanceSettings) -> d
         if kind == "compact":
             what = f"{metrics.get('numRemovedFiles')} files into {metrics.get('numAddedFiles')}"
             zorder = (commit.get("operationParameters") or {}).get("zOrderBy") or "[]"
-            zorder = json.loads(zorder) if isinstance(zorder, str) else zorder
-            what += f", Z-ordered by {', '.join(zorder)}" if zorder else ""
+            what += _zordered(json.loads(zorder) if isinstance(zorder, str) else zorder)
         else:
             what = f"{metrics.get('numDeletedFiles')} files removed"
         report[f"last_{kind}"] = {"at": int(commit["timestamp"]) / 1000, "version":
@@ -258,22 +257,38 @@ def compact(
     table = DeltaTable.forPath(spark, str(path))
     zorder = zorder_columns(table, layout_key) if layout_key else ()
     optimize = table.optimize()
-    previous = spark.conf.get(_OPTIMIZE_MIN_FILE_SIZE, None)
-    if small_bytes is not None:
-        spark.conf.set(_OPTIMIZE_MIN_FILE_SIZE, str(small_bytes))
-    try:
+    min_size = str(small_bytes) if small_bytes is not None else None
+    with _session_conf(spark, _OPTIMIZE_MIN_FILE_SIZE, min_size):
         done = optimize.executeZOrderBy(*zorder) if zorder else optimize.executeCompaction()
         result = done.head()
-    finally:
-        if previous is None:
-            spark.conf.unset(_OPTIMIZE_MIN_FILE_SIZE)
-        else:
-            spark.conf.set(_OPTIMIZE_MIN_FILE_SIZE, previous)
     metrics = result["metrics"] if result is not None else None
     if metrics is None:
         return "nothing to compact"
-    ordered = f", Z-ordered by {', '.join(zorder)}" if zorder else ""
-    return f"{metrics['numFilesRemoved']} files into {metrics['numFilesAdded']}{ordered}"
+    return f"{metrics['numFilesRemoved']} files into {metrics['numFilesAdded']}{_zordered(zorder)}"
+
+
+def _zordered(columns: Iterable[str]) -> str:
+    """What a compaction says of its Z-order (nothing when it had none)."""
+    names = ", ".join(columns)
+    return f", Z-ordered by {names}" if names else ""
+
+
+@contextmanager
+def _session_conf(spark: SparkSession, key: str, value: str | None) -> Iterator[None]:
+    """``key`` set to ``value`` in the session's conf inside (None: left as it is), then
+    back to what it was (unset when it was not set)."""
+    if value is None:
+        yield
+        return
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
 
 
 def zorder_columns(table: DeltaTable, layout_key: tuple[str, ...]) -> tuple[str, ...]:
@@ -304,12 +319,9 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
             log.info("delta-rs did not vacuum %s (%s); Spark will", path, exc)
     quoted = str(path).replace("`", "``")
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: vacuum {path}")
-    previous = spark.conf.get(_RETENTION_CHECK, "true")
-    spark.conf.set(_RETENTION_CHECK, "false")  # the retention was computed for the readers
-    try:
+    # The retention was computed for the run's readers: Delta's check would refuse it.
+    with _session_conf(spark, _RETENTION_CHECK, "false"):
         spark.sql(f"VACUUM delta.`{quoted}` RETAIN {hours:.4f} HOURS").collect()
-    finally:
-        spark.conf.set(_RETENTION_CHECK, previous or "true")
     from delta.tables import DeltaTable as SparkDeltaTable
 
     last = SparkDeltaTable.forPath(spark, str(path)).history(1).head()
