@@ -61,7 +61,8 @@ SETTINGS: dict[str, tuple[str, str | None, dict[str, str]]] = {
 }  # fmt: skip
 
 
-def _order(i: int, event_time: datetime) -> tuple[str, str]:
+def order_record(i: int, event_time: datetime) -> tuple[str, str]:
+    """The i-th order (key, JSON value) the benchmarks send, at ``event_time``."""
     order_id = f"m{i:09d}"
     return order_id, json.dumps({
         "order_id": order_id, "user_id": f"u{i % 500:04d}", "category": CATEGORIES[i % 5],
@@ -70,7 +71,8 @@ def _order(i: int, event_time: datetime) -> tuple[str, str]:
     })  # fmt: skip
 
 
-def _epoch(value: datetime) -> float:
+def epoch(value: datetime) -> float:
+    """A timestamp delta-rs read (naive ones are UTC) in epoch seconds."""
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
 
 
@@ -102,7 +104,7 @@ def _sustainable(bootstrap: str, root: Path, backlog: int) -> float:
 
     topic = _topics(bootstrap, "medallion-backlog")
     at = EVENT_START
-    produce(bootstrap, topic, (_order(i, at + timedelta(seconds=i)) for i in range(backlog)))
+    produce(bootstrap, topic, (order_record(i, at + timedelta(seconds=i)) for i in range(backlog)))
     settings = _settings(bootstrap, root / "backlog", topic)
     get_spark(settings)
     t0 = time.perf_counter()
@@ -139,7 +141,7 @@ def _live(bootstrap: str, root: Path, name: str, trigger: str | None, conf: dict
     def order_at(i: int, wall: float) -> tuple[str, str]:
         event_time = EVENT_START + timedelta(seconds=(wall - w0) * SPEED)
         sent.append((event_time.timestamp(), wall))
-        return _order(i, event_time)
+        return order_record(i, event_time)
 
     produce(bootstrap, topic, paced(rate, w0, measured_from + seconds, order_at))
     time.sleep(DRAIN_SECONDS[trigger])
@@ -151,12 +153,12 @@ def _live(bootstrap: str, root: Path, name: str, trigger: str | None, conf: dict
     visible = {t: dict(w.versions) for t, w in watchers.items()}
 
     bronze = rows_by_version(paths["bronze/orders"], ["partition", "offset", "kafka_timestamp"])
-    produced = {(r["partition"], r["offset"]): _epoch(r["kafka_timestamp"])
+    produced = {(r["partition"], r["offset"]): epoch(r["kafka_timestamp"])
                 for rows in bronze.values() for r in rows}  # fmt: skip
     out: dict[str, list[float]] = {"bronze": [], "silver": [], "gold": []}
     for v, rows in bronze.items():
         for r in rows:
-            at = _epoch(r["kafka_timestamp"])
+            at = epoch(r["kafka_timestamp"])
             if at >= measured_from and v in visible["bronze/orders"]:
                 out["bronze"].append(visible["bronze/orders"][v] - at)
     for v, rows in rows_by_version(paths["silver/orders"], ["partition", "offset"]).items():
@@ -169,7 +171,7 @@ def _live(bootstrap: str, root: Path, name: str, trigger: str | None, conf: dict
     for v, rows in rows_by_version(paths["gold/revenue_hourly"], ["window_end"]).items():
         for r in rows:
             if v in visible["gold/revenue_hourly"]:
-                end = _epoch(r["window_end"])
+                end = epoch(r["window_end"])
                 closed.setdefault(end, visible["gold/revenue_hourly"][v])
     for end, shown in closed.items():
         first = bisect.bisect_left(times, end + WINDOW_DELAY.total_seconds())

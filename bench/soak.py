@@ -40,8 +40,9 @@ from typing import Any
 
 from bench.fresh import in_fresh_process
 from bench.latency import paced, percentiles, rows_by_version
-from bench.medallion import EVENT_START, SPEED, WINDOW_DELAY, _epoch, _order
+from bench.medallion import EVENT_START, SPEED, WINDOW_DELAY, epoch, order_record
 from bench.run import BENCH_PYTHON, RESULTS, machine
+from bench.state_growth import measure_state_growth, state_bytes
 
 MINUTES = 30
 WARMUP_SECONDS = 60
@@ -73,16 +74,6 @@ def _tree(path: Path) -> tuple[int, int]:
                 size += (Path(folder) / name).stat().st_size
                 files += 1
     return files, size
-
-
-def _state_bytes(checkpoints: Path) -> int:
-    total = 0
-    for folder, _dirs, names in os.walk(checkpoints):
-        if "state" in Path(folder).relative_to(checkpoints).parts:
-            for name in names:
-                with contextlib.suppress(FileNotFoundError):  # a state file cleaned up meanwhile
-                    total += (Path(folder) / name).stat().st_size
-    return total
 
 
 def _tables(lake: Path) -> list[Path]:
@@ -161,7 +152,7 @@ class Sampler(threading.Thread):
             "tables": tables,
             "checkpoint_files": checkpoint_files,
             "checkpoint_bytes": checkpoint_bytes,
-            "state_bytes": _state_bytes(self.checkpoints),
+            "state_bytes": state_bytes(self.checkpoints),
         }
         self.samples.append(s)
         slowest = max(s["batches"].items(), key=lambda kv: kv[1]["p99"] or 0, default=None)
@@ -207,7 +198,7 @@ def _latencies(settings: Any, w0: float, since: float) -> dict[str, dict[int, li
         return {int(c["version"]): c["timestamp"] / 1000 for c in DeltaTable(str(path)).history()}
 
     bronze_path = settings.lake.table_path("bronze", "orders")
-    produced = {(r["partition"], r["offset"]): _epoch(r["kafka_timestamp"])
+    produced = {(r["partition"], r["offset"]): epoch(r["kafka_timestamp"])
                 for rows in rows_by_version(bronze_path, ["partition", "offset",
                                                           "kafka_timestamp"]).values()
                 for r in rows}  # fmt: skip
@@ -225,7 +216,7 @@ def _latencies(settings: Any, w0: float, since: float) -> dict[str, dict[int, li
     shown: dict[float, float] = {}
     for v, rows in rows_by_version(gold_path, ["window_end"]).items():
         for r in rows:
-            shown.setdefault(_epoch(r["window_end"]), at[v])
+            shown.setdefault(epoch(r["window_end"]), at[v])
     for end, when in shown.items():
         # The first order whose event time passed the hour's end plus the watermark delay
         # was produced at this wall time (event time is a function of the wall clock).
@@ -291,7 +282,7 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
     sampler.start()
 
     def order_at(i: int, wall: float) -> tuple[str, str]:
-        return _order(i, EVENT_START + timedelta(seconds=(wall - w0) * SPEED))
+        return order_record(i, EVENT_START + timedelta(seconds=(wall - w0) * SPEED))
 
     changes = CdcGenerator(CdcConfig(seed=7, users=CDC_USERS)).records(
         int(cdc_rate * (until - w0)) + 1
@@ -410,8 +401,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         r["summary"] = summary(r)
                     results["phases"][name] = r
                 if "state" in only:
-                    from bench.state_growth import measure_state_growth
-
                     print("[soak] state growth: 100K and 10M keys", flush=True)
                     results["state_growth"] = measure_state_growth(
                         broker.bootstrap_servers, root / "state"

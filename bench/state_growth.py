@@ -15,7 +15,9 @@ with :data:`WARMUP_KEYS` keys before both warms the JVM up.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -51,8 +53,16 @@ def first_seen(ctx: FlowContext, df: DataFrame) -> DataFrame:
     return watermarked.dropDuplicatesWithinWatermark(["key"])
 
 
-def _state_bytes(checkpoint: Path) -> int:
-    return sum(p.stat().st_size for p in (checkpoint / "state").rglob("*") if p.is_file())
+def state_bytes(checkpoints: Path) -> int:
+    """Bytes of the state stores under ``checkpoints`` (a flow's checkpoint, or a root of
+    several): the files under any ``state`` folder."""
+    total = 0
+    for folder, _dirs, names in os.walk(checkpoints):
+        if "state" in Path(folder).relative_to(checkpoints).parts:
+            for name in names:
+                with contextlib.suppress(FileNotFoundError):  # a state file cleaned up meanwhile
+                    total += (Path(folder) / name).stat().st_size
+    return total
 
 
 def _one(bootstrap: str, root: Path, keys: int) -> dict[str, Any]:
@@ -108,7 +118,7 @@ def _one(bootstrap: str, root: Path, keys: int) -> dict[str, Any]:
         "batch_seconds": {**percentiles(seconds), "mean": round(statistics.fmean(seconds), 3)},
         "state_rows": last.state_rows,
         "state_memory_bytes": last.state_bytes,
-        "state_disk_bytes": _state_bytes(checkpoint),
+        "state_disk_bytes": state_bytes(checkpoint),
     }
 
 
