@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -63,6 +64,31 @@ def _rss_bytes(pid: int | str) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+#: The driver JVM tracks its own memory by category (heap, classes, threads, code, GC...):
+#: read with ``jcmd PID VM.native_memory summary``. Memory native libraries allocate
+#: themselves (RocksDB's memtables and caches) is not among them.
+NMT_OPTION = "-XX:NativeMemoryTracking=summary"
+NMT_LINE = re.compile(r"^-\s+(.+?) \(reserved=\d+KB, committed=(\d+)KB\)")
+NMT_TOTAL = re.compile(r"^Total: reserved=\d+KB, committed=(\d+)KB")
+
+
+def jvm_committed(pid: int) -> dict[str, int]:
+    """Bytes the JVM has committed, by NMT category and ``Total`` ({} without NMT)."""
+    try:
+        out = subprocess.run(["jcmd", str(pid), "VM.native_memory", "summary", "scale=KB"],
+                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found: dict[str, int] = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if m := NMT_TOTAL.match(line):
+            found["Total"] = int(m.group(1)) * 1024
+        elif m := NMT_LINE.match(line):
+            found[m.group(1).strip()] = int(m.group(2)) * 1024
+    return found
 
 
 def _tree(path: Path) -> tuple[int, int]:
@@ -133,6 +159,7 @@ class Sampler(threading.Thread):
                 tables[str(path.relative_to(self.lake))] = _table_sample(path)
             except Exception as e:  # a table being created; its next sample counts
                 print(f"[soak] {path}: {e}", file=sys.stderr, flush=True)
+        committed = jvm_committed(self.jvm_pid)
         s = {
             "minute": minute,
             "at": time.time(),
@@ -149,6 +176,8 @@ class Sampler(threading.Thread):
             "driver_rss_bytes": _rss_bytes("self"),
             "jvm_rss_bytes": _rss_bytes(self.jvm_pid),
             "jvm_heap_used_bytes": int(rt.totalMemory()) - int(rt.freeMemory()),
+            "jvm_committed_bytes": committed.get("Total", 0),
+            "jvm_committed": committed,
             "tables": tables,
             "checkpoint_files": checkpoint_files,
             "checkpoint_bytes": checkpoint_bytes,
@@ -174,7 +203,7 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
         "project": {"examples": True},
         "maintenance": {"enabled": maintenance},
         "postgres": {"port": pg_port, "password": os.environ[PG_PASSWORD_ENV]},
-        "spark": {"conf": json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")},
+        "spark": {"conf": _spark_conf()},
         "pipelines": {
             "orders": {"topic": f"soak-{phase}-orders",
                        "high_value_topic": f"soak-{phase}-high-value"},
@@ -183,6 +212,14 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
                       "postgres_table": f"soak_{phase}_users"},
         },
     })  # fmt: skip
+
+
+def _spark_conf() -> dict[str, str]:
+    """``--spark-conf``, with the driver JVM tracking its memory by category."""
+    conf: dict[str, str] = json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")
+    key = "spark.driver.extraJavaOptions"
+    conf[key] = f"{NMT_OPTION} {conf.get(key, '')}".strip()
+    return conf
 
 
 def _minute_of(at: float, since: float) -> int:
@@ -362,8 +399,21 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
                     "second_half_mib_per_hour": round(_slope_per_hour(
                         minutes[half:], [s[key] / 2**20 for s in samples[half:]]), 1)}
               for key in ("driver_rss_bytes", "jvm_rss_bytes", "jvm_heap_used_bytes",
-                          "checkpoint_bytes", "state_bytes")}  # fmt: skip
-    return {"batch_p99": p99, "files": files, "memory": memory}
+                          "jvm_committed_bytes", "checkpoint_bytes", "state_bytes")
+              if all(key in s for s in samples)}  # fmt: skip
+    return {"batch_p99": p99, "files": files, "memory": memory,
+            "jvm_committed_growth": _committed_growth(first, last)}  # fmt: skip
+
+
+def _committed_growth(first: list[dict[str, Any]], last: list[dict[str, Any]]) -> dict[str, float]:
+    """MiB each NMT category grew between the first and last windows' means, largest first."""
+
+    def mean(window: list[dict[str, Any]], category: str) -> float:
+        return statistics.fmean(s.get("jvm_committed", {}).get(category, 0) for s in window)
+
+    categories = {c for s in first + last for c in s.get("jvm_committed", {}) if c != "Total"}
+    growth = {c: round((mean(last, c) - mean(first, c)) / 2**20, 1) for c in categories}
+    return dict(sorted(growth.items(), key=lambda kv: -abs(kv[1])))
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -448,6 +498,10 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append(f"| {key.removesuffix('_bytes')} | {v['first_mib']} | "
                          f"{v['last_mib']} | {v['mib_per_hour']} "
                          f"| {v.get('second_half_mib_per_hour', '-')} |")  # fmt: skip
+        growth = [f"{c} {v:+}" for c, v in s.get("jvm_committed_growth", {}).items() if v][:5]
+        if growth:
+            lines.append("\nJVM committed memory by category (NMT), last 10 min against the first"
+                         f" (MiB): {', '.join(growth)}.")  # fmt: skip
         for hop, label in (("silver", "produce -> silver/orders"),
                            ("gold", "closed hour -> gold/revenue_hourly")):  # fmt: skip
             per = phase["latency"][hop]

@@ -65,11 +65,41 @@ def state_bytes(checkpoints: Path) -> int:
     return total
 
 
+class OperatorTimings:
+    """A raw progress listener: per batch, the de-duplication's state store timings (ms):
+    looking up and inserting keys, removing expired ones (a scan of every key) and the
+    commit."""
+
+    KEYS = ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
+
+    def __init__(self) -> None:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        self.by_batch: dict[int, dict[str, int]] = {}
+        timings = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None: ...
+            def onQueryIdle(self, event: Any) -> None: ...
+            def onQueryTerminated(self, event: Any) -> None: ...
+
+            def onQueryProgress(self, event: Any) -> None:
+                ops = event.progress.stateOperators or []
+                if ops and event.progress.numInputRows:
+                    op = ops[0]
+                    timings.by_batch[int(event.progress.batchId)] = {
+                        k: int(getattr(op, k)) for k in OperatorTimings.KEYS
+                    }
+
+        self.listener = Listener()
+
+
 def _one(bootstrap: str, root: Path, keys: int) -> dict[str, Any]:
     from eventlake.config.loader import settings_from_dict
     from eventlake.kafka import create_topic, produce
     from eventlake.monitoring import ProgressListener
     from eventlake.run import run_pipeline
+    from eventlake.session import get_spark
 
     topic = f"state-{keys}"
     create_topic(bootstrap, topic, partitions=3)
@@ -99,14 +129,19 @@ def _one(bootstrap: str, root: Path, keys: int) -> dict[str, Any]:
     progress: list[Any] = []
     listener = ProgressListener(show=False)
     listener.observers.append(progress.append)
+    timings = OperatorTimings()
+    spark = get_spark(settings(BATCH_ROWS))
+    spark.streams.addListener(timings.listener)
     try:
         run_pipeline(keyed, settings(BATCH_ROWS), trigger="available-now", listener=listener)
     finally:
         listener.close()
+        spark.streams.removeListener(timings.listener)
     batches = sorted({p.batch_id: p for p in progress if p.input_rows}.values(),
                      key=lambda p: p.batch_id)  # fmt: skip
     measured = batches[SKIPPED:]
     seconds = [p.batch_duration_ms / 1000 for p in measured]
+    ms = [timings.by_batch[p.batch_id] for p in measured if p.batch_id in timings.by_batch]
     last = batches[-1]
     checkpoint = settings(BATCH_ROWS).checkpoints.for_flow("state_growth", "first_seen").path
     return {
@@ -119,6 +154,10 @@ def _one(bootstrap: str, root: Path, keys: int) -> dict[str, Any]:
         "state_rows": last.state_rows,
         "state_memory_bytes": last.state_bytes,
         "state_disk_bytes": state_bytes(checkpoint),
+        # Summed over the operator's tasks (one per state partition), per batch: median.
+        "state_ms": {k: statistics.median(m[k] for m in ms) for k in OperatorTimings.KEYS}
+        if ms
+        else {},
     }
 
 
@@ -150,19 +189,26 @@ def measure_state_growth(bootstrap: str, root: Path) -> dict[str, Any]:
         "out.",
         "",
         "| keys in state | load (s) | batch p50 (s) | batch p99 (s) | state rows "
-        "| state memory (MiB) | state on disk (MiB) |",
-        "|---|---|---|---|---|---|---|",
+        "| state memory (MiB) | state on disk (MiB) | state: updates / removals / commit "
+        "(ms, p50) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for run in r["runs"]:
         b = run["batch_seconds"]
         lines.append(
             f"| {run['keys']:,} | {run['load_seconds']} | {b['p50']} | {b['p99']} "
             f"| {run['state_rows']:,} | {run['state_memory_bytes'] / 2**20:.1f} "
-            f"| {run['state_disk_bytes'] / 2**20:.1f} |"
+            f"| {run['state_disk_bytes'] / 2**20:.1f} | {_timings(run.get('state_ms'))} |"
         )
     lines += ["", f"10M keys against 100K: batch p50 {r['p50_ratio']}x, p99 {r['p99_ratio']}x."]
     r["markdown"] = lines
     return r
+
+
+def _timings(ms: dict[str, float] | None) -> str:
+    if not ms:
+        return "-"
+    return " / ".join(f"{ms[k]:g}" for k in OperatorTimings.KEYS)
 
 
 def main() -> None:

@@ -52,8 +52,11 @@ class BatchFailures:
 class BatchMemo:
     """A DataFrame computed once per micro-batch and shared by the batch's targets.
 
-    Each slot (flow, name) holds the persisted frame of the newest batch; asking for a
-    newer batch releases the older one, and closing the run releases all.
+    Each slot (flow, name) holds the newest batch's frame, materialized as a local
+    checkpoint: a snapshot. Spark re-caches a persisted frame whenever any query writes a
+    table it reads, so a memo over a table another flow appends to would change between
+    the batch's targets, and each append would wait for it. Asking for a newer batch
+    releases the older frame, and closing the run releases all.
     """
 
     def __init__(self) -> None:
@@ -64,25 +67,30 @@ class BatchMemo:
     def get(
         self, flow: str, name: str, batch: tuple[str, int], build: Callable[[], DataFrame]
     ) -> DataFrame:
-        """``build()`` persisted, once for batch ``batch`` (stream id, batch id)."""
+        """``build()`` materialized, once for batch ``batch`` (stream id, batch id)."""
         with self._lock:
             cached = self._slots.get((flow, name))
             if cached is not None and cached[0] == batch:
                 return cached[1]
             if cached is not None:
-                cached[1].unpersist()
-            df = build().persist()
+                _release(cached[1])
+            df = build().localCheckpoint(eager=True)
             self._slots[(flow, name)] = (batch, df)
             return df
 
     def close(self) -> None:
         with self._lock:
             slots, self._slots = self._slots, {}
-        for _, df in reversed(slots.values()):  # newest first: a frame built on another
+        for _, df in slots.values():
             try:
-                df.unpersist()
+                _release(df)
             except Exception as e:  # a stopped session has released it already
-                log.debug("unpersist at the run's end: %s", e)
+                log.debug("releasing a batch memo at the run's end: %s", e)
+
+
+def _release(df: DataFrame) -> None:
+    """Drop the blocks of a local checkpoint (its plan is the checkpointed RDD)."""
+    df._jdf.logicalPlan().rdd().unpersist(False)
 
 
 T = TypeVar("T")

@@ -47,6 +47,7 @@ FS_CHECKPOINT_MANAGER = (
 HDFS_COMPLETE_DELAY = "spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms"
 HDFS_COMPLETE_RETRIES = "spark.hadoop.dfs.client.block.write.locateFollowingBlock.retries"
 _lock = threading.Lock()
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 #: Marks a signal handler that stops a run between batches (``eventlake.cli.signals``).
 STOP_HANDLER = "__eventlake_stops_between_batches__"
 logger = logging.getLogger(__name__)
@@ -67,10 +68,14 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        # Every state partition of every stateful flow is a RocksDB instance of its own;
+        # unbounded, their memtables and caches grow the JVM's resident memory for hours.
+        # One budget (maxMemoryUsageMB, 500 by default) for all of them on a node.
+        "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
         # Event-time text without a zone means UTC, whatever the machine's zone is.
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_config()}",
+        DRIVER_JAVA_OPTIONS: f"-Dlog4j2.configurationFile=file:{_log4j_config()}",
     }
     # A Delta checkpoint written inside a commit (every 10 by default) stalls that commit for
     # 1-5 s. Sink tables leave theirs to eventlake's LogCheckpoints, off the batch's path;
@@ -100,7 +105,12 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
         conf["spark.ui.enabled"] = "false"
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
-    conf.update(spark.conf)
+    for key, value in spark.conf.items():
+        if key == DRIVER_JAVA_OPTIONS:
+            # The user's options come after eventlake's logging one and win a conflict.
+            conf[key] = f"{conf[key]} {value}"
+        else:
+            conf[key] = value
     return conf
 
 
@@ -343,7 +353,7 @@ def get_spark(settings: Settings | None = None, *, java_options: str | None = No
                 if java_options is None and settings.spark.class_archive and jars:
                     java_options = archive_options(jars)
                 if java_options:
-                    key = "spark.driver.extraJavaOptions"
+                    key = DRIVER_JAVA_OPTIONS
                     conf[key] = f"{java_options} {conf.get(key, '')}".strip()
         except EventlakeError:
             raise

@@ -226,8 +226,9 @@ class BatchContext:
         return f"{self.flow}/{target}/{self.stream_id}"
 
     def memo(self, name: str, build: Callable[[], DataFrame]) -> DataFrame:
-        """``build()`` persisted once for this batch and shared by its targets (released
-        when the flow's next batch asks, or at the run's end)."""
+        """``build()`` materialized once for this batch and shared by its targets: one
+        snapshot of what it reads, however other flows write those tables meanwhile
+        (released when the flow's next batch asks, or at the run's end)."""
         return self.ctx.run.memo.get(self.flow, name, (self.stream_id, self.batch_id), build)
 
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
-from eventlake.scope import BatchMemo, RunScope
+from eventlake.scope import RunScope
 
 
 class Held:
@@ -16,20 +15,6 @@ class Held:
         self.log.append(self.name)
 
 
-class Frame:
-    """Stands in for a DataFrame: the memo only persists and unpersists it."""
-
-    def __init__(self, name: str, log: list[str]) -> None:
-        self.name, self.log = name, log
-
-    def persist(self) -> Frame:
-        self.log.append(f"persist {self.name}")
-        return self
-
-    def unpersist(self) -> None:
-        self.log.append(f"unpersist {self.name}")
-
-
 def test_a_batch_failure_is_taken_once_per_query() -> None:
     run = RunScope()
     error = ValueError("boom")
@@ -37,31 +22,6 @@ def test_a_batch_failure_is_taken_once_per_query() -> None:
     assert run.failures.take("p.b") is None
     assert run.failures.take("p.a") is error
     assert run.failures.take("p.a") is None
-
-
-def test_the_memo_builds_once_per_batch_releases_the_older_and_nests() -> None:
-    log: list[str] = []
-    memo = BatchMemo()
-
-    def latest(batch: tuple[str, int]) -> Any:
-        # One memo's build asking for another (users: latest state from the changes).
-        changes = memo.get("p.f", "changes", batch, lambda: Frame(f"changes{batch[1]}", log))
-        return Frame(f"latest{batch[1]}-of-{changes.name}", log)
-
-    first = memo.get("p.f", "latest", ("s", 1), lambda: latest(("s", 1)))
-    again = memo.get("p.f", "latest", ("s", 1), lambda: Frame("never", log))
-    assert again is first
-    memo.get("p.f", "latest", ("s", 2), lambda: latest(("s", 2)))
-    assert log == [
-        "persist changes1",
-        "persist latest1-of-changes1",
-        "unpersist latest1-of-changes1",
-        "unpersist changes1",
-        "persist changes2",
-        "persist latest2-of-changes2",
-    ]
-    memo.close()
-    assert log[-2:] == ["unpersist latest2-of-changes2", "unpersist changes2"]
 
 
 def test_resources_close_with_their_query_and_everything_with_the_run() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from eventlake.config import SparkSettings
 from eventlake.session import (
+    DRIVER_JAVA_OPTIONS,
     HDFS_COMPLETE_DELAY,
     HDFS_COMPLETE_RETRIES,
     ROCKSDB_PROVIDER,
@@ -36,6 +37,7 @@ def test_local_defaults() -> None:
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
     assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+    assert conf["spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage"] == "true"
     assert conf["spark.sql.shuffle.partitions"] == str(len(os.sched_getaffinity(0)))
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.databricks.delta.properties.defaults.checkpointInterval"] == "100"
@@ -54,6 +56,14 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert conf["spark.sql.session.timeZone"] == "CET"
     assert "spark.driver.host" not in conf
     assert conf[HDFS_COMPLETE_DELAY] == "50"  # a lake on HDFS is used with any master
+
+
+def test_the_users_driver_java_options_keep_eventlakes_logging_and_come_after_it() -> None:
+    conf = spark_conf(SparkSettings(conf={DRIVER_JAVA_OPTIONS: "-Xss4m -Dx=1"}), JARS)
+    ours, theirs = conf[DRIVER_JAVA_OPTIONS].split(" ", 1)
+    assert ours.startswith("-Dlog4j2.configurationFile=file:")
+    assert ours.endswith("log4j2-spark.properties")
+    assert theirs == "-Xss4m -Dx=1"
 
 
 def test_a_cluster_on_this_machine_reaches_the_driver_on_loopback() -> None:
