@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql.streaming import StreamingQueryListener
+
 from bench.fresh import in_fresh_process
 from bench.latency import percentiles
 from eventlake.connectors.delta import DeltaOutput
@@ -65,33 +67,25 @@ def state_bytes(checkpoints: Path) -> int:
     return total
 
 
-class OperatorTimings:
-    """A raw progress listener: per batch, the de-duplication's state store timings (ms):
-    looking up and inserting keys, removing expired ones (a scan of every key) and the
-    commit."""
+class OperatorTimings(StreamingQueryListener):
+    """Per batch with rows, the de-duplication's state store timings (ms): looking up and
+    inserting keys, removing expired ones (a scan of every key) and the commit."""
 
     KEYS = ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
 
     def __init__(self) -> None:
-        from pyspark.sql.streaming import StreamingQueryListener
-
         self.by_batch: dict[int, dict[str, int]] = {}
-        timings = self
 
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event: Any) -> None: ...
-            def onQueryIdle(self, event: Any) -> None: ...
-            def onQueryTerminated(self, event: Any) -> None: ...
+    def onQueryStarted(self, event: Any) -> None: ...
+    def onQueryIdle(self, event: Any) -> None: ...
+    def onQueryTerminated(self, event: Any) -> None: ...
 
-            def onQueryProgress(self, event: Any) -> None:
-                ops = event.progress.stateOperators or []
-                if ops and event.progress.numInputRows:
-                    op = ops[0]
-                    timings.by_batch[int(event.progress.batchId)] = {
-                        k: int(getattr(op, k)) for k in OperatorTimings.KEYS
-                    }
-
-        self.listener = Listener()
+    def onQueryProgress(self, event: Any) -> None:
+        ops = event.progress.stateOperators or []
+        if ops and event.progress.numInputRows:
+            self.by_batch[int(event.progress.batchId)] = {
+                k: int(getattr(ops[0], k)) for k in self.KEYS
+            }
 
 
 def _one(bootstrap: str, root: Path, keys: int) -> dict[str, Any]:
@@ -131,12 +125,12 @@ def _one(bootstrap: str, root: Path, keys: int) -> dict[str, Any]:
     listener.observers.append(progress.append)
     timings = OperatorTimings()
     spark = get_spark(settings(BATCH_ROWS))
-    spark.streams.addListener(timings.listener)
+    spark.streams.addListener(timings)
     try:
         run_pipeline(keyed, settings(BATCH_ROWS), trigger="available-now", listener=listener)
     finally:
         listener.close()
-        spark.streams.removeListener(timings.listener)
+        spark.streams.removeListener(timings)
     batches = sorted({p.batch_id: p for p in progress if p.input_rows}.values(),
                      key=lambda p: p.batch_id)  # fmt: skip
     measured = batches[SKIPPED:]
