@@ -8,6 +8,9 @@ BIN := $(VENV)/bin
 JARS := .cache/jars
 MVN := mvn -q -B -ntp
 PYTEST_ARGS ?=
+# make test: pytest-xdist workers (2 fit CI's 2 cores: much of the suite waits on
+# subprocess JVMs, brokers and outages); TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 
 VENV_STAMP := $(VENV)/.eventlake-installed
 
@@ -59,7 +62,7 @@ lint: install
 	$(BIN)/mypy
 
 test: install jars test-jars postgres test-tools lint
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 unit: install jars test-jars test-tools
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -2,7 +2,9 @@
 3-broker Kafka cluster, a 2-worker Spark standalone cluster and an HDFS for the tests that
 need one.
 
-All start lazily: tests that use none start none.
+All start lazily: tests that use none start none. `make test` runs the suite on two
+pytest-xdist workers (each with its own broker and SparkSession); the tests that share a
+heavy fixture run on one worker, so each of those starts once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,22 @@ from eventlake.testing.hdfs import EmbeddedHdfs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+#: Session fixtures too heavy to start on every worker: their tests go to one worker each.
+HEAVY_FIXTURES = ("hdfs", "kafka_cluster", "spark_cluster")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup``: a test that needs a heavy fixture joins that fixture's
+    group (a test's own ``xdist_group`` mark wins)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        needed = getattr(item, "fixturenames", ())
+        group = next((name for name in HEAVY_FIXTURES if name in needed), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
