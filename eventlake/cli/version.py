@@ -52,11 +52,11 @@ def stack() -> list[tuple[str, str]]:
     rows.append(("jar cache", f"{cache_dir()}{env}"))
     source = " (EVENTLAKE_MAVEN_REPOSITORY)" if os.environ.get(REPOSITORY_ENV) else ""
     rows.append(("jar repository", f"{mask_text(repository_url())}{source}"))
-    for kind in KEY_JARS:
-        lacking, total = len(missing([kind])), len(locked(kind))
-        state = "cached" if not lacking else f"{lacking} to download on first use"
-        rows.append((f"jars ({kind})", f"{total} locked, {state}"))
-    archive = None if missing([SPARK_JARS]) else archive_path(jar_files(SPARK_JARS))
+    lacking = {kind: len(missing([kind])) for kind in KEY_JARS}
+    for kind, count in lacking.items():
+        state = "cached" if not count else f"{count} to download on first use"
+        rows.append((f"jars ({kind})", f"{len(locked(kind))} locked, {state}"))
+    archive = None if lacking[SPARK_JARS] else archive_path(jar_files(SPARK_JARS))
     if archive is not None and archive.is_file():
         rows.append(("class archive", f"{archive} ({archive.stat().st_size / 1e6:.0f} MB)"))
     else:
