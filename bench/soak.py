@@ -126,6 +126,11 @@ class Sampler(threading.Thread):
         self.lake, self.checkpoints, self.since = lake, checkpoints, since
         self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
         self.runtime = spark._jvm.java.lang.Runtime.getRuntime()
+        jvm = spark._jvm
+        pool_class = jvm.java.lang.Class.forName("java.lang.management.BufferPoolMXBean")
+        self.buffer_pools = list(
+            jvm.java.lang.management.ManagementFactory.getPlatformMXBeans(pool_class)
+        )
         self.samples: list[dict[str, Any]] = []
         self.done = threading.Event()
         self._lock = threading.Lock()
@@ -140,6 +145,15 @@ class Sampler(threading.Thread):
         self._seen.add(key)
         with self._lock:
             self._batches[progress.query].append(progress.batch_duration_ms / 1000)
+
+    def nio_buffers(self) -> dict[str, int]:
+        """NIO's direct and mapped buffers (direct ones are in NMT's "Other"): bytes, count."""
+        found = {}
+        for pool in self.buffer_pools:
+            if (name := pool.getName()) in ("direct", "mapped"):
+                found[f"jvm_{name}_buffer_bytes"] = int(pool.getMemoryUsed())
+                found[f"jvm_{name}_buffer_count"] = int(pool.getCount())
+        return found
 
     def run(self) -> None:
         minute = 0
@@ -178,6 +192,7 @@ class Sampler(threading.Thread):
             "jvm_heap_used_bytes": int(rt.totalMemory()) - int(rt.freeMemory()),
             "jvm_committed_bytes": committed.get("Total", 0),
             "jvm_committed": committed,
+            **self.nio_buffers(),
             "tables": tables,
             "checkpoint_files": checkpoint_files,
             "checkpoint_bytes": checkpoint_bytes,
@@ -399,7 +414,8 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
                     "second_half_mib_per_hour": round(_slope_per_hour(
                         minutes[half:], [s[key] / 2**20 for s in samples[half:]]), 1)}
               for key in ("driver_rss_bytes", "jvm_rss_bytes", "jvm_heap_used_bytes",
-                          "jvm_committed_bytes", "checkpoint_bytes", "state_bytes")
+                          "jvm_committed_bytes", "jvm_direct_buffer_bytes", "checkpoint_bytes",
+                          "state_bytes")
               if all(key in s for s in samples)}  # fmt: skip
     return {"batch_p99": p99, "files": files, "memory": memory,
             "jvm_committed_growth": _committed_growth(first, last)}  # fmt: skip

@@ -8,8 +8,10 @@ import pytest
 from eventlake.config import SparkSettings
 from eventlake.session import (
     DRIVER_JAVA_OPTIONS,
+    EXECUTOR_JAVA_OPTIONS,
     HDFS_COMPLETE_DELAY,
     HDFS_COMPLETE_RETRIES,
+    PARQUET_VECTORED_IO,
     ROCKSDB_PROVIDER,
     effective_conf,
     local_cores,
@@ -58,12 +60,22 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert conf[HDFS_COMPLETE_DELAY] == "50"  # a lake on HDFS is used with any master
 
 
-def test_the_users_driver_java_options_keep_eventlakes_logging_and_come_after_it() -> None:
+def test_the_users_java_options_keep_eventlakes_and_come_after_them() -> None:
     conf = spark_conf(SparkSettings(conf={DRIVER_JAVA_OPTIONS: "-Xss4m -Dx=1"}), JARS)
-    ours, theirs = conf[DRIVER_JAVA_OPTIONS].split(" ", 1)
-    assert ours.startswith("-Dlog4j2.configurationFile=file:")
-    assert ours.endswith("log4j2-spark.properties")
+    logging, nio, theirs = conf[DRIVER_JAVA_OPTIONS].split(" ", 2)
+    assert logging.startswith("-Dlog4j2.configurationFile=file:")
+    assert logging.endswith("log4j2-spark.properties")
+    assert nio == "-Djdk.nio.maxCachedBufferSize=262144"
     assert theirs == "-Xss4m -Dx=1"
+    cluster = SparkSettings(
+        master="spark://head:7077", conf={EXECUTOR_JAVA_OPTIONS: "-Djdk.nio.maxCachedBufferSize=0"}
+    )
+    assert spark_conf(cluster, JARS)[EXECUTOR_JAVA_OPTIONS] == (
+        "-Djdk.nio.maxCachedBufferSize=262144 -Djdk.nio.maxCachedBufferSize=0"
+    )  # the user's, last, wins
+    assert spark_conf(SparkSettings(), JARS)[PARQUET_VECTORED_IO] == "false"
+    user = SparkSettings(conf={PARQUET_VECTORED_IO: "true"})
+    assert spark_conf(user, JARS)[PARQUET_VECTORED_IO] == "true"
 
 
 def test_a_cluster_on_this_machine_reaches_the_driver_on_loopback() -> None:
