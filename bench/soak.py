@@ -124,9 +124,9 @@ class Sampler(threading.Thread):
     def __init__(self, spark: Any, lake: Path, checkpoints: Path, since: float) -> None:
         super().__init__(daemon=True, name="soak-sampler")
         self.lake, self.checkpoints, self.since = lake, checkpoints, since
-        self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
-        self.runtime = spark._jvm.java.lang.Runtime.getRuntime()
         jvm = spark._jvm
+        self.jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
+        self.runtime = jvm.java.lang.Runtime.getRuntime()
         pool_class = jvm.java.lang.Class.forName("java.lang.management.BufferPoolMXBean")
         self.buffer_pools = list(
             jvm.java.lang.management.ManagementFactory.getPlatformMXBeans(pool_class)

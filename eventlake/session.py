@@ -54,7 +54,6 @@ EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions"
 #: reads they ever made (400 MiB after 12 compactions in a measurement). Reads above this
 #: size use a buffer freed at once.
 NIO_BUFFER_CACHE_OPTION = "-Djdk.nio.maxCachedBufferSize=262144"
-#: Parquet's vectored reads through Hadoop's local file system: the path of the buffers above.
 PARQUET_VECTORED_IO = "spark.hadoop.parquet.hadoop.vectored.io.enabled"
 #: Marks a signal handler that stops a run between batches (``eventlake.cli.signals``).
 STOP_HANDLER = "__eventlake_stops_between_batches__"
@@ -87,9 +86,8 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
         f"{NIO_BUFFER_CACHE_OPTION}",
         EXECUTOR_JAVA_OPTIONS: NIO_BUFFER_CACHE_OPTION,
         # Parquet 1.16+ reads column chunks with Hadoop's vectored IO; on the local file
-        # system each range goes through NIO's temporary buffers (above) and, with
-        # checksums, buffers Hadoop does not release (HADOOP-19901). Table maintenance
-        # reads ever larger compacted files: the driver's direct memory grew with them.
+        # system each chunk goes through one of those NIO buffers (and, with checksums,
+        # buffers Hadoop does not release: HADOOP-19901).
         PARQUET_VECTORED_IO: "false",
     }
     # A Delta checkpoint written inside a commit (every 10 by default) stalls that commit for

@@ -45,12 +45,16 @@ def test_local_defaults() -> None:
     assert conf["spark.databricks.delta.properties.defaults.checkpointInterval"] == "100"
     assert conf[HDFS_COMPLETE_DELAY] == "50"
     assert conf[HDFS_COMPLETE_RETRIES] == "8"
+    assert conf[PARQUET_VECTORED_IO] == "false"
     assert "spark.jars.packages" not in conf
 
 
 def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     conf = spark_conf(
-        SparkSettings(master="spark://head:7077", conf={"spark.sql.session.timeZone": "CET"}),
+        SparkSettings(
+            master="spark://head:7077",
+            conf={"spark.sql.session.timeZone": "CET", PARQUET_VECTORED_IO: "true"},
+        ),
         JARS,
     )
     assert conf["spark.master"] == "spark://head:7077"
@@ -58,6 +62,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert conf["spark.sql.session.timeZone"] == "CET"
     assert "spark.driver.host" not in conf
     assert conf[HDFS_COMPLETE_DELAY] == "50"  # a lake on HDFS is used with any master
+    assert conf[PARQUET_VECTORED_IO] == "true"
 
 
 def test_the_users_java_options_keep_eventlakes_and_come_after_them() -> None:
@@ -73,9 +78,6 @@ def test_the_users_java_options_keep_eventlakes_and_come_after_them() -> None:
     assert spark_conf(cluster, JARS)[EXECUTOR_JAVA_OPTIONS] == (
         "-Djdk.nio.maxCachedBufferSize=262144 -Djdk.nio.maxCachedBufferSize=0"
     )  # the user's, last, wins
-    assert spark_conf(SparkSettings(), JARS)[PARQUET_VECTORED_IO] == "false"
-    user = SparkSettings(conf={PARQUET_VECTORED_IO: "true"})
-    assert spark_conf(user, JARS)[PARQUET_VECTORED_IO] == "true"
 
 
 def test_a_cluster_on_this_machine_reaches_the_driver_on_loopback() -> None:
