@@ -43,10 +43,25 @@ def parse_json(
         F.col(value), full, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
     )
     if decoder == "spark":
-        return df.withColumn(into, spark_decoded)
+        return decoded_once(df, spark_decoded, into)
     if decoder != "arrow":
         raise ValueError(f"JSON decoder '{decoder}' is not one of spark, arrow")
     return _parse_json_arrow(df, schema, spark_decoded, value=value, into=into)
+
+
+def decoded_once(df: DataFrame, decoded: Column, into: str) -> DataFrame:
+    """``df`` with column ``into`` = ``decoded``, which each row evaluates once.
+
+    Spark's optimizer pushes a filter below the projection that defines the column and
+    writes the column's expression in place of each reference to it: a filter on a reason
+    built from eight fields of the struct parsed the JSON nine times a row. The column
+    comes out of a generator (one element, exploded) instead, which no filter that reads it
+    is pushed below.
+    """
+    from pyspark.sql import functions as F
+
+    kept = [F.col(f"`{c}`") for c in df.columns if c != into]
+    return df.select(*kept, F.explode(F.array(decoded)).alias(into))
 
 
 def _parse_json_arrow(
@@ -71,7 +86,7 @@ def _parse_json_arrow(
     # CaseWhen evaluates from_json only for the rows pyarrow did not claim.
     data = F.when(F.col(f"{decoded}.ok"), fast).otherwise(spark_decoded)
     with_decoded = df.withColumn(decoded, arrow_decoder(names)(F.col(value)))
-    return with_decoded.withColumn(into, data).drop(decoded)
+    return decoded_once(with_decoded, data, into).drop(decoded)
 
 
 def first_failure(rules: Sequence[tuple[str, Column]]) -> Column:

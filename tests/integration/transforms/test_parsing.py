@@ -167,3 +167,18 @@ def test_the_arrow_decoder_claims_clean_records_and_hands_the_rest_to_from_json(
 def test_the_arrow_decoder_takes_string_fields_only(spark: SparkSession) -> None:
     with pytest.raises(ValueError, match="STRING fields only"):
         parse_json(_records(spark, ["{}"]), "n INT", decoder="arrow")
+
+
+@pytest.mark.parametrize("decoder", ["spark", "arrow"])
+def test_a_filter_on_the_reason_parses_each_record_once(spark: SparkSession, decoder: str) -> None:
+    """Spark's optimizer pushed the filter on ``reason`` below the parse and wrote
+    ``from_json`` into it once per field the reason reads: nine parses a record."""
+    values = [CLEAN % (i, i, i % 60, i) for i in range(20)] + ["oops", None]
+    checked = checked_events(_records(spark, values), FIELDS, decoder=decoder)  # type: ignore[arg-type]
+    valid = checked.where(F.col("reason").isNull())
+    bad = checked.where(F.col("reason").isNotNull())
+    for frame in (valid, bad):
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        assert plan.count("from_json(") == 1, plan
+    assert sorted(r["event_id"] for r in valid.collect()) == sorted(f"e{i}" for i in range(20))
+    assert sorted(r["reason"] for r in bad.collect()) == ["invalid_json", "null_value"]

@@ -1,0 +1,83 @@
+"""The progress listener on a real query: each batch's rows, state, watermark and observed
+counts arrive as Spark reported them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from eventlake.monitoring.observed import count_output, count_quarantined
+from eventlake.monitoring.progress import BatchProgress, ProgressListener
+from eventlake.testing import wait_until
+
+pytestmark = pytest.mark.integration
+
+#: Rows per file; the query reads one file a batch. Every third row is "bad".
+FILES = (5, 7, 11)
+
+
+def test_each_batch_reaches_the_listener_with_its_counts(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    source = tmp_path / "events"
+    start = 0
+    for n, rows in enumerate(FILES):
+        frame = spark.range(start, start + rows).select(
+            F.col("id"),
+            (F.lit(f"2026-01-01 12:0{n}:00").cast("timestamp")).alias("event_time"),
+            (F.col("id") % 3 == 0).alias("bad"),
+        )
+        frame.coalesce(1).write.parquet(str(source / f"f{n}"))
+        start += rows
+    bad = [sum(1 for i in range(sum(FILES[:n]), sum(FILES[: n + 1])) if i % 3 == 0)
+           for n in range(len(FILES))]  # fmt: skip
+
+    seen: list[BatchProgress] = []
+    listener = ProgressListener(show=False)
+    listener.observers.append(seen.append)
+    spark.streams.addListener(listener)
+    try:
+        stream = (
+            spark.readStream.schema("id LONG, event_time TIMESTAMP, bad BOOLEAN")
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(source / "*"))
+            .withWatermark("event_time", "1 minute")
+            .dropDuplicatesWithinWatermark(["id"])
+        )
+        counted = count_quarantined(count_output(stream).where("bad"))
+        query = (
+            counted.writeStream.format("noop")
+            .queryName("progress_counts")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(300)
+        wait_until(
+            lambda: len([p for p in seen if p.input_rows]) == len(FILES) or None,
+            what="a progress event for each file's batch",
+        )
+    finally:
+        spark.streams.removeListener(listener)
+        listener.close()
+
+    with_rows = [p for p in seen if p.input_rows]
+    assert [p.query for p in with_rows] == ["progress_counts"] * len(FILES)
+    assert [p.input_rows for p in with_rows] == list(FILES)
+    assert [p.output_rows for p in with_rows] == list(FILES)
+    assert [p.quarantined_rows for p in with_rows] == bad
+    # As the query itself recorded each batch.
+    recorded = {p["batchId"]: p for p in query.recentProgress}
+    for p in seen:
+        spark_side = recorded[p.batch_id]
+        assert p.state_rows == spark_side["stateOperators"][0]["numRowsTotal"]
+        assert p.watermark == (spark_side["eventTime"].get("watermark") if p.batch_id else None)
+        assert p.batch_duration_ms == spark_side["batchDuration"]
+    assert with_rows[-1].watermark == "2026-01-01T12:00:00.000Z"  # 12:01, less 1 minute
+    assert [p.operators[0][0] for p in with_rows] == ["dedupeWithinWatermark"] * len(FILES)
+    totals = listener.snapshot()["progress_counts"]
+    assert totals.input_rows == sum(FILES)
+    assert totals.quarantined_rows == sum(bad)
