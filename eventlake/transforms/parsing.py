@@ -60,7 +60,7 @@ def decoded_once(df: DataFrame, decoded: Column, into: str) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    kept = [F.col(f"`{c}`") for c in df.columns if c != into]
+    kept = [F.col("`" + c.replace("`", "``") + "`") for c in df.columns if c != into]
     return df.select(*kept, F.explode(F.array(decoded)).alias(into))
 
 

@@ -174,7 +174,11 @@ def test_a_filter_on_the_reason_parses_each_record_once(spark: SparkSession, dec
     """Spark's optimizer pushed the filter on ``reason`` below the parse and wrote
     ``from_json`` into it once per field the reason reads: nine parses a record."""
     values = [CLEAN % (i, i, i % 60, i) for i in range(20)] + ["oops", None]
-    checked = checked_events(_records(spark, values), FIELDS, decoder=decoder)  # type: ignore[arg-type]
+    records = _records(spark, values)
+    odd = records.withColumn("odd.`name", F.lit(7))
+    parsed = parse_json(odd, DDL, decoder=decoder)  # type: ignore[arg-type]
+    assert parsed.columns == ["id", "value", "odd.`name", "data"]
+    checked = checked_events(records, FIELDS, decoder=decoder)  # type: ignore[arg-type]
     valid = checked.where(F.col("reason").isNull())
     bad = checked.where(F.col("reason").isNotNull())
     for frame in (valid, bad):
