@@ -85,7 +85,7 @@ def checked_orders(bronze: DataFrame, decoder: JsonDecoder = "spark") -> DataFra
     """Bronze rows with the typed order fields and ``reason`` (null when valid)."""
     from pyspark.sql import functions as F
 
-    parsed = parse_json(bronze, ORDER_FIELDS, decoder=decoder)
+    parsed = parse_json(bronze, ORDER_FIELDS, decoder=decoder, once=True)
     d = F.col("data")
     amount = F.expr(f"try_cast(data.amount AS {AMOUNT_TYPE})")
     event_time = F.expr("try_to_timestamp(data.event_time)")

@@ -97,7 +97,7 @@ def parse_changes(records: DataFrame) -> DataFrame:
     """Kafka records (bronze shape) with the change parsed and checked."""
     from pyspark.sql import functions as F
 
-    parsed = parse_json(records, CHANGE)
+    parsed = parse_json(records, CHANGE, once=True)
     d = F.col("data")
     op = d["op"]
     image = F.when(op == "d", d["before"]).otherwise(d["after"])

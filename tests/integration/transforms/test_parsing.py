@@ -176,7 +176,7 @@ def test_a_filter_on_the_reason_parses_each_record_once(spark: SparkSession, dec
     values = [CLEAN % (i, i, i % 60, i) for i in range(20)] + ["oops", None]
     records = _records(spark, values)
     odd = records.withColumn("odd.`name", F.lit(7))
-    parsed = parse_json(odd, DDL, decoder=decoder)  # type: ignore[arg-type]
+    parsed = parse_json(odd, DDL, decoder=decoder, once=True)  # type: ignore[arg-type]
     assert parsed.columns == ["id", "value", "odd.`name", "data"]
     checked = checked_events(records, FIELDS, decoder=decoder)  # type: ignore[arg-type]
     valid = checked.where(F.col("reason").isNull())
