@@ -17,9 +17,11 @@ from eventlake.processes import free_port as free_port  # re-exported for users
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import SparkSession
 
     from eventlake.config import Settings
     from eventlake.config.model import MetricsSettings
+    from eventlake.monitoring.progress import ProgressListener
     from eventlake.pipelines import Pipeline, Registry
     from eventlake.pipelines.runner import RunResult
     from eventlake.storage import Location
@@ -193,6 +195,21 @@ def scrape_metrics(url: str, access: MetricsSettings | None = None) -> dict[str,
 
     text = http_get(url, access, timeout=30).decode()
     return {family.name: list(family.samples) for family in text_string_to_metric_families(text)}
+
+
+@contextmanager
+def listening(spark: SparkSession) -> Iterator[ProgressListener]:
+    """A quiet :class:`ProgressListener` registered with ``spark`` for the block, then
+    removed and closed; its totals and observers stay readable after the block."""
+    from eventlake.monitoring.progress import ProgressListener
+
+    listener = ProgressListener(show=False)
+    spark.streams.addListener(listener)
+    try:
+        yield listener
+    finally:
+        spark.streams.removeListener(listener)
+        listener.close()
 
 
 @contextmanager

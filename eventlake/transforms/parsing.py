@@ -48,10 +48,13 @@ def parse_json(
         F.col(value), full, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
     )
     if decoder == "spark":
-        return decoded_once(df, spark_decoded, into) if once else df.withColumn(into, spark_decoded)
-    if decoder != "arrow":
+        source, decoded, helper = df, spark_decoded, None
+    elif decoder == "arrow":
+        source, decoded, helper = _arrow_decoded(df, schema, spark_decoded, value=value, into=into)
+    else:
         raise ValueError(f"JSON decoder '{decoder}' is not one of spark, arrow")
-    return _parse_json_arrow(df, schema, spark_decoded, value=value, into=into, once=once)
+    out = decoded_once(source, decoded, into) if once else source.withColumn(into, decoded)
+    return out if helper is None else out.drop(helper)
 
 
 def decoded_once(df: DataFrame, decoded: Column, into: str) -> DataFrame:
@@ -69,9 +72,11 @@ def decoded_once(df: DataFrame, decoded: Column, into: str) -> DataFrame:
     return df.select(*kept, F.explode(F.array(decoded)).alias(into))
 
 
-def _parse_json_arrow(
-    df: DataFrame, schema: str, spark_decoded: Column, *, value: str, into: str, once: bool
-) -> DataFrame:
+def _arrow_decoded(
+    df: DataFrame, schema: str, spark_decoded: Column, *, value: str, into: str
+) -> tuple[DataFrame, Column, str]:
+    """``df`` with pyarrow's decode in a helper column, the struct to attach as ``into``
+    (pyarrow's, else ``spark_decoded``), and the helper column's name."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructType
 
@@ -90,10 +95,7 @@ def _parse_json_arrow(
     )
     # CaseWhen evaluates from_json only for the rows pyarrow did not claim.
     data = F.when(F.col(f"{decoded}.ok"), fast).otherwise(spark_decoded)
-    with_decoded = df.withColumn(decoded, arrow_decoder(names)(F.col(value)))
-    if once:
-        return decoded_once(with_decoded, data, into).drop(decoded)
-    return with_decoded.withColumn(into, data).drop(decoded)
+    return df.withColumn(decoded, arrow_decoder(names)(F.col(value))), data, decoded
 
 
 def first_failure(rules: Sequence[tuple[str, Column]]) -> Column:

@@ -9,9 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.monitoring.progress import ProgressListener
 from eventlake.session import ROCKSDB_PROVIDER
-from eventlake.testing import wait_until
+from eventlake.testing import listening, wait_until
 
 pytestmark = pytest.mark.integration
 KEYS = 1_000_000
@@ -32,9 +31,7 @@ def test_million_key_aggregation_state_falls_back_after_the_watermark(
         str(source / "b")
     )
 
-    listener = ProgressListener(show=False)
-    spark.streams.addListener(listener)
-    try:
+    with listening(spark) as listener:
         counts = (
             spark.readStream.schema("key STRING, event_time TIMESTAMP")
             .option("maxFilesPerTrigger", 1)
@@ -60,9 +57,6 @@ def test_million_key_aggregation_state_falls_back_after_the_watermark(
             lambda: listener.snapshot()["million_keys"].batches == len(query.recentProgress),
             what="every progress event",
         )
-    finally:
-        spark.streams.removeListener(listener)
-        listener.close()
     totals = listener.snapshot()["million_keys"]
     states = [int(p.stateOperators[0].numRowsTotal) for p in query.recentProgress]
     assert totals.peak_state_rows >= KEYS

@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from eventlake.monitoring.observed import count_output, count_quarantined
-from eventlake.monitoring.progress import BatchProgress, ProgressListener
-from eventlake.testing import wait_until
+from eventlake.monitoring.progress import BatchProgress
+from eventlake.testing import listening, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -36,10 +36,8 @@ def test_each_batch_reaches_the_listener_with_its_counts(
            for n in range(len(FILES))]  # fmt: skip
 
     seen: list[BatchProgress] = []
-    listener = ProgressListener(show=False)
-    listener.observers.append(seen.append)
-    spark.streams.addListener(listener)
-    try:
+    with listening(spark) as listener:
+        listener.observers.append(seen.append)
         stream = (
             spark.readStream.schema("id LONG, event_time TIMESTAMP, bad BOOLEAN")
             .option("maxFilesPerTrigger", 1)
@@ -60,9 +58,6 @@ def test_each_batch_reaches_the_listener_with_its_counts(
             lambda: len([p for p in seen if p.input_rows]) == len(FILES) or None,
             what="a progress event for each file's batch",
         )
-    finally:
-        spark.streams.removeListener(listener)
-        listener.close()
 
     with_rows = [p for p in seen if p.input_rows]
     assert [p.query for p in with_rows] == ["progress_counts"] * len(FILES)
