@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.storage import Location
+from eventlake.storage import Location, Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +29,7 @@ BATCH_MARK = "eventlake_batch"
 CLOCK_SLACK_MS = 5 * 60 * 1000
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+LAST_CHECKPOINT = "_last_checkpoint"
 
 
 def commit_versions(names: Sequence[str]) -> list[int]:
@@ -114,9 +115,10 @@ def newest_marked_batch(path: Location, app_ids: Sequence[str], since_ms: int) -
 
     log = path / "_delta_log"
     storage = filesystem(log)
-    if not storage.exists(log):
+    newest = newest_version(storage, log)
+    if newest is None:
         return None
-    for version in sorted(commit_versions(storage.list_names(log)), reverse=True):
+    for version in range(newest, -1, -1):
         commit = log / f"{version:020d}.json"
         try:
             actions = [json.loads(line) for line in storage.read_text(commit).splitlines() if line]
@@ -134,6 +136,42 @@ def newest_marked_batch(path: Location, app_ids: Sequence[str], since_ms: int) -
         if timestamp is not None and timestamp < since_ms:
             return None
     return None
+
+
+def last_checkpoint_version(storage: Storage, log: Location) -> int | None:
+    """The version ``_last_checkpoint`` names in the Delta log folder ``log``: the newest
+    log checkpoint as of its writing (None without one, or unreadable)."""
+    try:
+        return int(json.loads(storage.read_text(log / LAST_CHECKPOINT))["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def newest_version(storage: Storage, log: Location) -> int | None:
+    """The newest commit version in the Delta log folder ``log``, None when it has none.
+
+    The folder is not listed: it holds every commit of the log's retention (30 days at a
+    10-second trigger is over 250,000 files, and a listing on an object store is a request
+    per thousand). Commits after the newest checkpoint are numbered without gaps and log
+    cleanup keeps them, so from the version ``_last_checkpoint`` names (0 without one) the
+    search steps forward, doubling while a commit exists, then halves back: a few file
+    lookups. A log that breaks that rule (the starting commit gone) is listed instead.
+    """
+    start = last_checkpoint_version(storage, log) or 0
+
+    def exists(version: int) -> bool:
+        return storage.exists(log / f"{version:020d}.json")
+
+    if not exists(start):
+        return max(commit_versions(storage.list_names(log)), default=None)
+    low, step = start, 1
+    while exists(low + step):
+        low, step = low + step, step * 2
+    high = low + step
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if exists(middle) else (low, middle)
+    return low
 
 
 def _batch_of(

@@ -4,10 +4,9 @@ run (:class:`LogCheckpoints`)."""
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING
 
-from eventlake.connectors.delta.commits import commit_versions
+from eventlake.connectors.delta.commits import last_checkpoint_version, newest_version
 from eventlake.connectors.delta.tables import CHECKPOINT_INTERVAL_PROPERTY, NO_INLINE_CHECKPOINTS
 from eventlake.scope import DueWork
 
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)$")
 _OWN_LOG_OPTION = "fs.eventlake.logCheckpoints"
 #: How long a run's end waits for a log checkpoint under way (seconds).
 DRAIN_SECONDS = 60.0
@@ -77,10 +75,9 @@ class LogCheckpoints:
         from eventlake.storage import filesystem
 
         logdir = path / "_delta_log"
-        names = filesystem(logdir).list_names(logdir)
-        commits = commit_versions(names)
-        checkpoints = [int(m.group(1)) for m in map(_CHECKPOINT_FILE.match, names) if m]
-        if not commits or max(commits) - max(checkpoints, default=0) < self.every:
+        storage = filesystem(logdir)
+        newest = newest_version(storage, logdir)
+        if newest is None or newest - (last_checkpoint_version(storage, logdir) or 0) < self.every:
             return
         if path.is_local:
             try:
