@@ -6,7 +6,7 @@ rest, raw payload and reason, to a quarantine table. Nothing is dropped silently
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from eventlake.config.params import JsonDecoder
@@ -57,6 +57,12 @@ def parse_json(
     return out if helper is None else out.drop(helper)
 
 
+def quoted(name: str) -> str:
+    """``name`` as one identifier in Spark SQL and column references (dots, spaces and
+    backticks taken literally)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def decoded_once(df: DataFrame, decoded: Column, into: str) -> DataFrame:
     """``df`` with column ``into`` = ``decoded``, which each row evaluates once.
 
@@ -68,7 +74,7 @@ def decoded_once(df: DataFrame, decoded: Column, into: str) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    kept = [F.col("`" + c.replace("`", "``") + "`") for c in df.columns if c != into]
+    kept = [F.col(quoted(c)) for c in df.columns if c != into]
     return df.select(*kept, F.explode(F.array(decoded)).alias(into))
 
 
@@ -131,11 +137,21 @@ def quarantine_rows(checked: DataFrame, reason: str = "reason") -> DataFrame:
     return count_quarantined(bad)
 
 
+def _timestamp(raw: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.try_to_timestamp(raw)
+
+
+def _double(raw: Column) -> Column:
+    return raw.try_cast("double")
+
+
 #: Field kinds :func:`checked_events` types: text as received, or typed with try_cast.
-FIELD_TYPES = {
+FIELD_TYPES: dict[str, Callable[[Column], Column] | None] = {
     "string": None,
-    "timestamp": "try_to_timestamp({})",
-    "double": "try_cast({} AS DOUBLE)",
+    "timestamp": _timestamp,
+    "double": _double,
 }
 
 
@@ -152,7 +168,7 @@ def checked_events(
     """
     from pyspark.sql import functions as F
 
-    ddl = ", ".join(f"{name} STRING" for name in fields)
+    ddl = ", ".join(f"{quoted(name)} STRING" for name in fields)
     parsed = parse_json(records, ddl, decoder=decoder, once=True)
     d = F.col("data")
     typed: dict[str, Column] = {}
@@ -165,14 +181,14 @@ def checked_events(
             raise ValueError(f"field kind '{kind}' is not one of {', '.join(FIELD_TYPES)}")
         raw = d[name]
         cast = FIELD_TYPES[kind]
-        typed[name] = F.expr(cast.format(f"data.{name}")) if cast else raw
+        typed[name] = cast(raw) if cast else raw
         if cast:
             rules.append((f"missing_{name}", raw.isNull()))
             rules.append((f"invalid_{name}", typed[name].isNull()))
         else:
             rules.append((f"missing_{name}", F.coalesce(F.trim(raw), F.lit("")) == ""))
     return parsed.select(
-        *records.columns,
+        *(F.col(quoted(c)) for c in records.columns),
         *(col.alias(name) for name, col in typed.items()),
         first_failure(rules).alias("reason"),
     )

@@ -186,3 +186,28 @@ def test_a_filter_on_the_reason_parses_each_record_once(spark: SparkSession, dec
         assert plan.count("from_json(") == 1, plan
     assert sorted(r["event_id"] for r in valid.collect()) == sorted(f"e{i}" for i in range(20))
     assert sorted(r["reason"] for r in bad.collect()) == ["invalid_json", "null_value"]
+
+
+@pytest.mark.parametrize("decoder", ["spark", "arrow"])
+def test_checked_events_takes_names_that_need_quoting(spark: SparkSession, decoder: str) -> None:
+    fields = {"user id": "string", "event.time": "timestamp", "amount-usd": "double"}
+    values = [
+        '{"user id": "u1", "event.time": "2026-01-01T00:00:05Z", "amount-usd": "2.5"}',
+        '{"user id": "u2", "event.time": "yesterday", "amount-usd": "3"}',
+        '{"user id": " ", "event.time": "2026-01-01T00:00:06Z", "amount-usd": "4"}',
+        '{"user id": "u4", "event.time": "2026-01-01T00:00:07Z", "amount-usd": "lots"}',
+    ]
+    records = _records(spark, values).withColumn("kafka.key", F.concat(F.lit("k"), "id"))
+
+    checked = checked_events(records, fields, decoder=decoder)  # type: ignore[arg-type]
+
+    assert checked.columns == ["id", "value", "kafka.key", *fields, "reason"]
+    rows = checked.orderBy("id").collect()
+    assert [r["kafka.key"] for r in rows] == ["k0", "k1", "k2", "k3"]
+    assert [r["reason"] for r in rows] == [
+        None, "invalid_event.time", "missing_user id", "invalid_amount-usd"
+    ]  # fmt: skip
+    first = checked.where("id = 0").select(
+        "`user id`", F.col("`event.time`").cast("string").alias("at"), "`amount-usd`"
+    )
+    assert [tuple(r) for r in first.collect()] == [("u1", "2026-01-01 00:00:05", 2.5)]
