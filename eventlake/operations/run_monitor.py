@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eventlake.config import Settings
-from eventlake.connectors.delta import EXPECTATIONS_TABLE, sink_committed
+from eventlake.connectors.delta import EXPECTATIONS_TABLE, TableReader, sink_committed
 from eventlake.durations import duration_ms
 from eventlake.errors import EventlakeError
 from eventlake.monitoring import BatchProgress, ProgressListener
@@ -84,6 +84,7 @@ class RunMonitor:
         self._status: tuple[float, dict[str, Any]] | None = None
         #: The tables' files and maintenance, read at most every TABLES_SECONDS.
         self._tables: tuple[float, list[dict[str, Any]]] | None = None
+        self._reader = TableReader()
         self._status_lock = threading.Lock()
 
     def restarted(self, name: str, error: EventlakeError, delay: float) -> None:
@@ -209,12 +210,12 @@ class RunMonitor:
 
     def _table_reports(self) -> list[dict[str, Any]]:
         """The written tables' files and maintenance, read at most every
-        :data:`TABLES_SECONDS` (a delta-rs read of each table's log)."""
+        :data:`TABLES_SECONDS` (each table's commits since the last look, with delta-rs)."""
         with self._lock:
             cached = self._tables
         if cached is not None and time.monotonic() - cached[0] < TABLES_SECONDS:
             return cached[1]
-        reports = table_reports(self.plan.pipeline, self.settings)
+        reports = table_reports(self.plan.pipeline, self.settings, self._reader)
         self.metrics.tables(reports)
         with self._lock:
             self._tables = (time.monotonic(), reports)

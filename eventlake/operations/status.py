@@ -15,7 +15,12 @@ from confluent_kafka import KafkaException
 from eventlake.checkpoints import CheckpointLog
 from eventlake.config import Settings
 from eventlake.config.model import MetricsSettings
-from eventlake.connectors.delta import EXPECTATIONS_TABLE, table_report, table_settings
+from eventlake.connectors.delta import (
+    EXPECTATIONS_TABLE,
+    TableReader,
+    table_report,
+    table_settings,
+)
 from eventlake.context import FlowConfig
 from eventlake.monitoring.lag import Offsets, PartitionLag, kafka_lag, parse_kafka_offsets
 from eventlake.pipelines.api import FlowSpec, Pipeline
@@ -195,10 +200,12 @@ def pipeline_status(
     return shown
 
 
-def table_reports(pipeline: Pipeline, settings: Settings) -> list[dict[str, Any]]:
+def table_reports(
+    pipeline: Pipeline, settings: Settings, reader: TableReader | None = None
+) -> list[dict[str, Any]]:
     """Each Delta table the pipeline's flows write: files, bytes, small files, last
-    compaction and VACUUM (:func:`table_report`); its late rows' table and the expectations
-    event table once they exist."""
+    compaction and VACUUM (:func:`table_report`, through a run's ``reader``); its late
+    rows' table and the expectations event table once they exist."""
     configs = pipeline.configs(settings)
     seen: dict[str, dict[str, Any]] = {}
     for spec, _level, _ups in dependency_order(pipeline):
@@ -213,7 +220,7 @@ def table_reports(pipeline: Pipeline, settings: Settings) -> list[dict[str, Any]
             ):
                 continue
             try:
-                seen[key] = table_report(path, key, table_settings(ctx, layer, name))
+                seen[key] = table_report(path, key, table_settings(ctx, layer, name), reader)
             except Exception as exc:  # a table being created, a broken log: shown, not fatal
                 seen[key] = {"table": key, "path": str(path), "error": str(exc).split("\n")[0]}
     return list(seen.values())

@@ -145,19 +145,13 @@ def table_files(spark: SparkSession | None, path: Location, small_bytes: int) ->
     """The table's data files now (delta-rs for a local table, Spark's snapshot for a
     URI); None when there is no table."""
     if path.is_local:
-        import pyarrow as pa
-        import pyarrow.compute as pc
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
         try:
-            table = DeltaTable(str(path))
+            return _files_of(DeltaTable(str(path)), small_bytes)
         except TableNotFoundError:
             return None
-        sizes = pa.table(table.get_add_actions(flatten=True)).column("size_bytes")
-        small = int(pc.sum(pc.less(sizes, small_bytes)).as_py() or 0)
-        total = int(pc.sum(sizes).as_py() or 0)
-        return TableFiles(int(table.version()), len(sizes), total, small)
     assert spark is not None
     from delta.tables import DeltaTable as SparkDeltaTable
     from pyspark.sql import functions as F
@@ -189,21 +183,28 @@ HISTORY_COMMITS = 500
 _MAINTENANCE_OPERATIONS = {"OPTIMIZE": "compact", "VACUUM END": "vacuum"}
 
 
-def table_report(path: Location, table: str, settings: MaintenanceSettings) -> dict[str, Any]:
+def table_report(
+    path: Location,
+    table: str,
+    settings: MaintenanceSettings,
+    reader: TableReader | None = None,
+) -> dict[str, Any]:
     """What ``eventlake status``, the dashboard and the metrics show of a table: its files,
     bytes, small files, and its last compaction and VACUUM (from its history; a local
-    table's, read with delta-rs; a URI's files are not counted here)."""
+    table's, read with delta-rs; a URI's files are not counted here). ``reader`` (a run's)
+    reads only what changed since its last look."""
     report: dict[str, Any] = {"table": table, "path": str(path), "files": None, "bytes": None,
                               "small_files": None, "small_ratio": None,
                               "last_compact": None, "last_vacuum": None}  # fmt: skip
     if not path.is_local:
         return report
-    files = table_files(None, path, settings.small_file_bytes)
-    if files is None:
+    looked = (reader or TableReader()).look(path, settings.small_file_bytes)
+    if looked is None:
         return report
+    files, maintained = looked
     report.update(files=files.files, bytes=files.bytes, small_files=files.small_files,
                   small_ratio=round(files.small_ratio, 3), version=files.version)  # fmt: skip
-    for kind, commit in last_maintenance(path).items():
+    for kind, commit in maintained.items():
         metrics = commit.get("operationMetrics") or {}
         if kind == "compact":
             what = f"{metrics.get('numRemovedFiles')} files into {metrics.get('numAddedFiles')}"
@@ -221,14 +222,81 @@ def last_maintenance(path: Location) -> dict[str, dict[str, Any]]:
     (``compact``, ``vacuum``): one scan, stopped once both are found."""
     from deltalake import DeltaTable
 
-    found: dict[str, dict[str, Any]] = {}
-    for commit in DeltaTable(str(path)).history(HISTORY_COMMITS):
+    return _maintenance_in(DeltaTable(str(path)).history(HISTORY_COMMITS), {})
+
+
+def _maintenance_in(
+    commits: Iterable[dict[str, Any]], found: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """``found`` with the newest compaction and VACUUM among ``commits`` (newest first)."""
+    newer: dict[str, dict[str, Any]] = {}
+    for commit in commits:
         kind = _MAINTENANCE_OPERATIONS.get(str(commit.get("operation")))
         if kind is not None:
-            found.setdefault(kind, commit)
-            if len(found) == len(_MAINTENANCE_OPERATIONS):
+            newer.setdefault(kind, commit)
+            if len(newer) == len(_MAINTENANCE_OPERATIONS):
                 break
-    return found
+    return {**found, **newer}
+
+
+class TableReader:
+    """A run's view of the local tables it reports on: each table's delta-rs snapshot,
+    brought up to date by reading only the commits since the last look, and the
+    maintenance commits found so far (so a VACUUM a day ago is still shown after more than
+    :data:`HISTORY_COMMITS` commits). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tables: dict[str, tuple[Any, dict[str, dict[str, Any]]]] = {}
+
+    def look(
+        self, path: Location, small_bytes: int
+    ) -> tuple[TableFiles, dict[str, dict[str, Any]]] | None:
+        """The table's files now and its last maintenance by kind; None: no table."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        from eventlake.connectors.delta.commits import newest_version
+        from eventlake.storage import filesystem
+
+        with self._lock:
+            kept = self._tables.pop(str(path), None)
+            table: Any = None
+            found: dict[str, dict[str, Any]] = {}
+            seen: int | None = None
+            if kept is not None:
+                seen = int(kept[0].version())
+                newest = newest_version(filesystem(path), path / "_delta_log")
+                try:
+                    if newest is None or newest < seen:
+                        raise FileNotFoundError(f"version {seen} is gone")
+                    kept[0].update_incremental()
+                    table, found = kept
+                except Exception as e:  # replaced or removed since: read it afresh
+                    log.debug("reading %s afresh: %s", path, e)
+            if table is None:
+                try:
+                    table, seen = DeltaTable(str(path)), None
+                except TableNotFoundError:
+                    return None
+            version = int(table.version())
+            if seen is None:
+                found = _maintenance_in(table.history(HISTORY_COMMITS), {})
+            elif version > seen:
+                found = _maintenance_in(table.history(min(version - seen, HISTORY_COMMITS)), found)
+            self._tables[str(path)] = (table, found)
+            return _files_of(table, small_bytes), found
+
+
+def _files_of(table: Any, small_bytes: int) -> TableFiles:
+    """A delta-rs table's data files at its loaded version."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    sizes = pa.table(table.get_add_actions(flatten=True)).column("size_bytes")
+    small = int(pc.sum(pc.less(sizes, small_bytes)).as_py() or 0)
+    total = int(pc.sum(sizes).as_py() or 0)
+    return TableFiles(int(table.version()), len(sizes), total, small)
 
 
 def maintenance_session(spark: SparkSession) -> SparkSession:
