@@ -147,17 +147,19 @@ def last_checkpoint_version(storage: Storage, log: Location) -> int | None:
         return None
 
 
-def newest_version(storage: Storage, log: Location) -> int | None:
+def newest_version(storage: Storage, log: Location, start: int | None = None) -> int | None:
     """The newest commit version in the Delta log folder ``log``, None when it has none.
 
     The folder is not listed: it holds every commit of the log's retention (30 days at a
     10-second trigger is over 250,000 files, and a listing on an object store is a request
     per thousand). Commits after the newest checkpoint are numbered without gaps and log
-    cleanup keeps them, so from the version ``_last_checkpoint`` names (0 without one) the
-    search steps forward, doubling while a commit exists, then halves back: a few file
-    lookups. A log that breaks that rule (the starting commit gone) is listed instead.
+    cleanup keeps them, so from ``start`` (by default the version ``_last_checkpoint``
+    names, 0 without one) the search steps forward, doubling while a commit exists, then
+    halves back: a few file lookups. A log that breaks that rule (the starting commit gone)
+    is listed instead.
     """
-    start = last_checkpoint_version(storage, log) or 0
+    if start is None:
+        start = last_checkpoint_version(storage, log) or 0
 
     def exists(version: int) -> bool:
         return storage.exists(log / f"{version:020d}.json")

@@ -76,8 +76,9 @@ class LogCheckpoints:
 
         logdir = path / "_delta_log"
         storage = filesystem(logdir)
-        newest = newest_version(storage, logdir)
-        if newest is None or newest - (last_checkpoint_version(storage, logdir) or 0) < self.every:
+        checkpoint = last_checkpoint_version(storage, logdir) or 0
+        newest = newest_version(storage, logdir, start=checkpoint)
+        if newest is None or newest - checkpoint < self.every:
             return
         if path.is_local:
             try:

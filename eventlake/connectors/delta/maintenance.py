@@ -266,14 +266,14 @@ class TableReader:
             seen: int | None = None
             if kept is not None:
                 seen = int(kept[0].version())
-                newest = newest_version(filesystem(path), path / "_delta_log")
-                try:
-                    if newest is None or newest < seen:
-                        raise FileNotFoundError(f"version {seen} is gone")
-                    kept[0].update_incremental()
-                    table, found = kept
-                except Exception as e:  # replaced or removed since: read it afresh
-                    log.debug("reading %s afresh: %s", path, e)
+                # None, or older than what was seen: the table was removed or replaced.
+                newest = newest_version(filesystem(path), path / "_delta_log", start=seen)
+                if newest is not None and newest >= seen:
+                    try:
+                        kept[0].update_incremental()
+                        table, found = kept
+                    except Exception as e:  # unreadable now: read it afresh
+                        log.debug("reading %s afresh: %s", path, e)
             if table is None:
                 try:
                     table, seen = DeltaTable(str(path)), None
