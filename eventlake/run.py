@@ -14,6 +14,7 @@ from eventlake.config import Settings
 from eventlake.errors import EventlakeError
 from eventlake.monitoring import ProgressListener
 from eventlake.operations.late_rows import LateKeeper
+from eventlake.operations.log_rotation import LogRotation
 from eventlake.operations.run_monitor import RunMonitor
 from eventlake.operations.server import check_exposure, tls_context
 from eventlake.pipelines.api import Pipeline, Registry
@@ -90,9 +91,11 @@ def run_plan(
     metrics_port: int | None = None,
     on_serve: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """Run ``plan`` with a progress listener, the run's monitor and late-row keeper for
-    its duration; the plan's run scope is closed at the end (its services drained)."""
+    """Run ``plan`` with a progress listener, the run's monitor, late-row keeper and log
+    rotation for its duration; the plan's run scope is closed at the end (its services
+    drained)."""
     spark = plan.flows[0].ctx.spark
+    settings = plan.flows[0].ctx.settings
     own = listener is None
     listener = listener or ProgressListener()
     spark.streams.addListener(listener)
@@ -101,13 +104,20 @@ def run_plan(
         monitor.restarted(name, error, delay)
 
     runner = PipelineRunner(plan, listener, on_restart=restarted)
-    host = plan.flows[0].ctx.settings.metrics.host
+    host = settings.metrics.host
     run = plan.run
+    rotation = None
+    if settings.log.max_bytes is not None:
+        rotation = run.add_service(
+            LogRotation(settings.log_file(), settings.log.max_bytes, settings.log.keep)
+        )
     monitor = run.add_service(
         RunMonitor(plan, listener, port=metrics_port, host=host, running=runner.active)
     )
     keeper = run.add_service(LateKeeper(plan.chosen(), listener, metrics=monitor.metrics))
     try:
+        if rotation is not None:
+            rotation.start()
         monitor.start()
         keeper.start()
         idle = run.find(IdleWatch)

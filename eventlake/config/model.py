@@ -298,6 +298,11 @@ class LogSettings(_Section):
     #: Default: ``logs/eventlake.log`` beside a local checkpoints root, else in the
     #: project's state folder (``.eventlake``).
     file: Path | None = None
+    #: A run rotates the file once it passes this size (None: never, when something else
+    #: rotates it; that must copy and truncate, as the JVM keeps the file open).
+    max_bytes: int | None = Field(default=100 * 1024 * 1024, ge=1024)
+    #: Rotated files kept beside it: ``eventlake.log.1`` (the newest) to ``.<keep>``.
+    keep: int = Field(default=5, ge=1)
 
 
 class Settings(_Section):
