@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import re
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
@@ -55,6 +57,8 @@ CDC_USERS = 5_000
 PG_PASSWORD_ENV = "EVENTLAKE_SOAK_PG_PASSWORD"
 #: Extra ``spark.conf`` of every phase (JSON), from ``--spark-conf KEY=VALUE``.
 SPARK_CONF_ENV = "EVENTLAKE_SOAK_SPARK_CONF"
+#: A folder for a tracemalloc snapshot of the driver each minute (with PYTHONTRACEMALLOC).
+TRACEMALLOC_DIR_ENV = "EVENTLAKE_SOAK_TRACEMALLOC_DIR"
 #: Minutes compared at each end of a phase.
 WINDOW_MINUTES = 10
 
@@ -188,6 +192,9 @@ class Sampler(threading.Thread):
                 if v
             },
             "driver_rss_bytes": _rss_bytes("self"),
+            # Python's own objects: a leak of them grows these with the RSS.
+            "driver_allocated_blocks": sys.getallocatedblocks(),
+            "driver_gc_objects": len(gc.get_objects()),
             "jvm_rss_bytes": _rss_bytes(self.jvm_pid),
             "jvm_heap_used_bytes": int(rt.totalMemory()) - int(rt.freeMemory()),
             "jvm_committed_bytes": committed.get("Total", 0),
@@ -198,6 +205,10 @@ class Sampler(threading.Thread):
             "checkpoint_bytes": checkpoint_bytes,
             "state_bytes": state_bytes(self.checkpoints),
         }
+        if tracemalloc.is_tracing():  # PYTHONTRACEMALLOC=N and TRACEMALLOC_DIR_ENV: where
+            s["driver_traced_bytes"] = tracemalloc.get_traced_memory()[0]
+            if folder := os.environ.get(TRACEMALLOC_DIR_ENV):
+                tracemalloc.take_snapshot().dump(f"{folder}/minute-{minute:03d}.snapshot")
         self.samples.append(s)
         slowest = max(s["batches"].items(), key=lambda kv: kv[1]["p99"] or 0, default=None)
         print(f"[soak] minute {minute}: {sum(t['files'] for t in tables.values())} files in "

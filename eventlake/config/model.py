@@ -256,8 +256,10 @@ class MaintenanceSettings(_Section):
     vacuum_retention: SparkInterval = "7 days"
     #: How often a table is vacuumed.
     vacuum_interval: SparkInterval = "1 day"
-    #: Log entries older than this are removed at the next log checkpoint.
-    log_retention: SparkInterval = "30 days"
+    #: Log entries older than this are removed at the next log checkpoint. Spark lists the
+    #: whole log at every Delta operation on a local or HDFS table, so each kept commit
+    #: costs every batch; beyond ``vacuum_retention`` the files they name are gone anyway.
+    log_retention: SparkInterval = "7 days"
     #: Per table (``layer/table``) overrides.
     tables: dict[str, MaintenanceOverride] = Field(default_factory=dict)
 

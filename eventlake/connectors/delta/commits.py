@@ -37,6 +37,32 @@ def commit_versions(names: Sequence[str]) -> list[int]:
     return [int(m.group(1)) for m in map(COMMIT_FILE.match, names) if m]
 
 
+#: A file of a ``_delta_log`` folder that belongs to one version: the commit, Delta's
+#: checksum, a checkpoint, and the hidden ``.<file>.crc`` checksum that Hadoop's local
+#: filesystem writes beside each (``_staged_commits``, ``_last_checkpoint`` and temporary
+#: files do not match).
+_VERSION_FILE = re.compile(r"^(\.?)(\d{20})\.(json|crc|checkpoint\.parquet)(\.crc)?$")
+
+
+def orphaned_log_files(names: Sequence[str]) -> list[str]:
+    """The files of a ``_delta_log`` folder (its ``names``) left over from versions older
+    than its oldest commit: Delta's checksums and Hadoop's hidden checksums of files no
+    longer there. A cleanup that removes only commits and checkpoints (delta-rs's) leaves
+    three such files a commit on a local filesystem. Commits, checkpoints, anything of a
+    version whose commit is still there and files being written never match."""
+    versions = commit_versions(names)
+    if not versions:
+        return []
+    oldest = min(versions)
+    old = [(name, m) for name, m in zip(names, map(_VERSION_FILE.match, names), strict=True)
+           if m is not None and int(m.group(2)) < oldest]  # fmt: skip
+    # Delta's "N.crc", then Hadoop's ".<file>.crc" whose file is gone or going.
+    orphans = [name for name, m in old if not m.group(1) and m.group(3) == "crc" and not m.group(4)]
+    kept = set(names) - set(orphans)
+    orphans += [name for name, m in old if m.group(1) and m.group(4) and name[1:-4] not in kept]
+    return orphans
+
+
 def write_once(
     df: DataFrame,
     path: Location,
@@ -150,9 +176,9 @@ def last_checkpoint_version(storage: Storage, log: Location) -> int | None:
 def newest_version(storage: Storage, log: Location, start: int | None = None) -> int | None:
     """The newest commit version in the Delta log folder ``log``, None when it has none.
 
-    The folder is not listed: it holds every commit of the log's retention (30 days at a
-    10-second trigger is over 250,000 files, and a listing on an object store is a request
-    per thousand). Commits after the newest checkpoint are numbered without gaps and log
+    The folder is not listed: it holds every commit of the log's retention (7 days at a
+    10-second trigger is 60,000 commits, and a listing on an object store is a request per
+    thousand). Commits after the newest checkpoint are numbered without gaps and log
     cleanup keeps them, so from ``start`` (by default the version ``_last_checkpoint``
     names, 0 without one) the search steps forward, doubling while a commit exists, then
     halves back: a few file lookups. A log that breaks that rule (the starting commit gone)

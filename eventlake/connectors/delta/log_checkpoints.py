@@ -6,7 +6,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from eventlake.connectors.delta.commits import last_checkpoint_version, newest_version
+from eventlake.connectors.delta.commits import (
+    last_checkpoint_version,
+    newest_version,
+    orphaned_log_files,
+)
 from eventlake.connectors.delta.tables import CHECKPOINT_INTERVAL_PROPERTY, NO_INLINE_CHECKPOINTS
 from eventlake.scope import DueWork
 
@@ -21,6 +25,30 @@ log = logging.getLogger(__name__)
 _OWN_LOG_OPTION = "fs.eventlake.logCheckpoints"
 #: How long a run's end waits for a log checkpoint under way (seconds).
 DRAIN_SECONDS = 60.0
+#: Leftover files removed after one cleanup at most: a log that gathered them for months
+#: is cleared over several checkpoints, none of them long.
+MAX_ORPHANS = 50_000
+
+
+def remove_orphans(path: Location) -> int:
+    """Remove what delta-rs's log cleanup of the local table at ``path`` left behind
+    (:func:`orphaned_log_files`, at most :data:`MAX_ORPHANS`); how many were removed.
+
+    Every Delta operation of Spark on a local or HDFS table lists the whole ``_delta_log``
+    folder, so each file left there for good slows every read and commit of the table."""
+    import os
+
+    folder = path.path / "_delta_log"
+    removed = 0
+    for name in orphaned_log_files(os.listdir(folder))[:MAX_ORPHANS]:
+        try:
+            (folder / name).unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass
+    if removed:
+        log.info("removed %d leftover files from the log of %s", removed, path)
+    return removed
 
 
 def log_checkpoints(ctx: FlowContext) -> LogCheckpoints | None:
@@ -105,6 +133,7 @@ class LogCheckpoints:
             return None
         table.create_checkpoint()
         table.cleanup_metadata()
+        remove_orphans(path)
         return table.version()
 
     @staticmethod

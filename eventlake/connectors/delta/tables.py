@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eventlake.durations import duration_ms
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
@@ -21,6 +23,9 @@ CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 NO_INLINE_CHECKPOINTS = 2**31 - 1
 CHANGE_FEED_PROPERTY = "delta.enableChangeDataFeed"
 LOG_RETENTION_PROPERTY = "delta.logRetentionDuration"
+DELETED_FILE_RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+#: Delta's default ``delta.deletedFileRetentionDuration``: 7 days.
+DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
 
 
 def ddl_schema(ddl: str) -> StructType:
@@ -61,6 +66,9 @@ def ensure_delta_table(
         builder = builder.property(CHECKPOINT_INTERVAL_PROPERTY, str(checkpoint_interval))
     if log_retention is not None:
         builder = builder.property(LOG_RETENTION_PROPERTY, f"interval {log_retention}")
+        if duration_ms(log_retention) < DELETED_FILE_RETENTION_MS:
+            # Delta refuses a log retention shorter than this one (7 days by default).
+            builder = builder.property(DELETED_FILE_RETENTION_PROPERTY, f"interval {log_retention}")
     builder.execute()
 
 

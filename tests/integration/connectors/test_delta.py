@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from eventlake.connectors import (
     ToDelta,
 )
 from eventlake.connectors.delta import BATCH_MARK
+from eventlake.connectors.delta.log_checkpoints import LogCheckpoints
+from eventlake.connectors.delta.tables import ensure_delta_table
 from eventlake.connectors.kafka import kafka_records
 from eventlake.context import FlowContext
 from eventlake.errors import EventlakeError
@@ -432,3 +435,44 @@ def test_a_table_with_its_own_interval_keeps_deltas_inline_checkpoints(
     assert RsDeltaTable(str(out)).version() == 8
     assert _log_checkpoints(out) == []  # its 100th commit is Delta's to checkpoint
     assert len(read_delta(out)) == 8
+
+
+def test_a_commit_leaves_one_file_in_the_log_and_a_cleanup_leaves_none_of_a_removed_version(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Every Delta operation of Spark on a local table lists the whole log folder, so each
+    file there costs every batch. A commit leaves its commit file alone (no Delta checksum,
+    no Hadoop checksums). A log written before that holds three more files a commit, which
+    delta-rs's cleanup does not remove: the log-checkpoint service does."""
+    out = tmp_path / "events"
+    ensure_delta_table(spark, out, "id STRING, amount INT", checkpoint_interval=2**31 - 1,
+                       log_retention="1 second")  # fmt: skip
+    # Delta refuses a log retention under delta.deletedFileRetentionDuration (7 days).
+    configuration = RsDeltaTable(str(out)).metadata().configuration
+    assert configuration["delta.logRetentionDuration"] == "interval 1 second"
+    assert configuration["delta.deletedFileRetentionDuration"] == "interval 1 second"
+    for n in range(12):
+        _append(spark, out, [f"a{n}"])
+    log = out / "_delta_log"
+    files = sorted(p.name for p in log.iterdir() if p.is_file())
+    assert files == [f"{v:020d}.json" for v in range(13)]
+    for v in range(13):  # what each commit left before: Delta's checksum, Hadoop's two
+        for name in (f"{v:020d}.crc", f".{v:020d}.json.crc", f".{v:020d}.crc.crc"):
+            (log / name).write_text("")
+    time.sleep(1.5)  # the commits are older than the retention
+
+    service = LogCheckpoints(5)
+    service.after_commit(spark, Location(out))
+    assert service.drain(60)
+    service.close()
+
+    names = sorted(p.name for p in log.iterdir())
+    commits = [int(n[:20]) for n in names if n.endswith(".json") and not n.startswith(".")]
+    assert commits == [12]  # the checkpoint's commit; the older ones cleaned up
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == 12
+    versions = {int(n.lstrip(".")[:20]) for n in names if n.lstrip(".")[:20].isdigit()}
+    assert versions == {12}, names
+    assert _ids(out) == sorted(f"a{n}" for n in range(12))
+    assert spark.read.format("delta").load(str(out)).count() == 12
+    _append(spark, out, ["after"])  # Spark goes on committing to the cleaned log
+    assert len(_ids(out)) == 13

@@ -11,7 +11,12 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from eventlake.connectors.delta.commits import batch_mark, newest_marked_batch, newest_version
+from eventlake.connectors.delta.commits import (
+    batch_mark,
+    newest_marked_batch,
+    newest_version,
+    orphaned_log_files,
+)
 from eventlake.storage import Location
 from eventlake.storage.local import LocalStorage
 
@@ -117,3 +122,32 @@ def test_a_batch_mark_is_found_after_a_checkpoint_and_cleanup(tmp_path: Path) ->
     later = newest["commitInfo"]["timestamp"] + 1
     assert newest_marked_batch(Location(path), ["flow/app"], since_ms=later) is None
     assert newest_marked_batch(Location(path), ["nobody"], since_ms=0) is None
+
+
+def test_leftovers_are_only_files_of_versions_before_the_oldest_commit() -> None:
+    def v(n: int) -> str:
+        return f"{n:020d}"
+
+    names = [
+        *(f"{v(n)}.crc" for n in range(3)),
+        *(f".{v(n)}.json.crc" for n in range(3)),
+        *(f".{v(n)}.crc.crc" for n in range(3)),
+        f"{v(2)}.checkpoint.parquet",  # a checkpoint, and its checksum while it is there
+        f".{v(2)}.checkpoint.parquet.crc",
+        f".{v(1)}.checkpoint.parquet.crc",  # of a checkpoint removed
+        *(f"{v(n)}.{kind}" for n in (3, 4) for kind in ("json", "crc")),
+        *(f".{v(n)}.{kind}.crc" for n in (3, 4) for kind in ("json", "crc")),
+        f".{v(5)}.json.3f2a.tmp",  # a commit being written, and its checksum
+        f"..{v(5)}.json.3f2a.tmp.crc",
+        "_last_checkpoint",
+        "._last_checkpoint.crc",
+        "_staged_commits",
+    ]
+    orphans = set(orphaned_log_files(names))
+    assert orphans == {
+        *(f"{v(n)}.crc" for n in range(3)),
+        *(f".{v(n)}.json.crc" for n in range(3)),
+        *(f".{v(n)}.crc.crc" for n in range(3)),
+        f".{v(1)}.checkpoint.parquet.crc",
+    }
+    assert orphaned_log_files([f"{v(0)}.crc", "_last_checkpoint"]) == []  # no commit: unknown

@@ -1,0 +1,172 @@
+"""What a long ``_delta_log`` costs Spark's Delta operations on a local filesystem.
+
+Every Delta operation of Spark on a local (or HDFS) table lists the whole ``_delta_log``
+folder: the filesystem has no listing from a name, and Hadoop's local listing looks up
+each file. On a local filesystem each commit leaves four files there (the commit, Delta's
+checksum and Hadoop's hidden checksum of each) for as long as the log retention keeps it.
+
+For each count of older commits the table's log is given (a real table whose newest
+version is a checkpoint at that version, preceded by that many commits' files: Spark lists
+them and reads none, as with any commit older than the newest checkpoint), this times a
+batch read (``count()``) and a one-row append, :data:`ROUNDS` times each, in one session.
+
+``python -m bench.delta_log`` writes ``bench/results/delta-log.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.fresh import in_fresh_process
+from bench.run import RESULTS, machine
+
+#: Older commits (none, then 1, 7 and 30 days of commits at a 10-second trigger) and the
+#: files each left: four with Delta's and Hadoop's checksums (eventlake before 11-26, and
+#: Spark's defaults), one with eventlake's session settings since.
+CASES = ((0, 1), (8_640, 4), (60_480, 4), (259_200, 4), (60_480, 1), (259_200, 1))
+ROUNDS = 5
+AB_ROUNDS = 15
+#: Spark's and Delta's defaults for what eventlake's session sets to leave one file a commit.
+SPARK_DEFAULTS = {
+    "spark.databricks.delta.writeChecksumFile.enabled": "true",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.LocalFs",
+}
+#: The files a commit leaves in ``_delta_log`` on a local filesystem, by Spark's defaults.
+COMMIT_FILES = ("{v}.json", "{v}.crc", ".{v}.json.crc", ".{v}.crc.crc")
+
+
+def padded_table(spark: Any, path: Path, older: int, per_commit: int) -> int:
+    """A table at ``path`` whose newest version, ``older``, is a checkpoint preceded by
+    ``older`` commits' files (``per_commit`` each); the number of files in its log."""
+    from deltalake import DeltaTable
+
+    spark.range(1000).write.format("delta").save(str(path))
+    DeltaTable(str(path)).create_checkpoint()
+    log = path / "_delta_log"
+    first, newest = f"{0:020d}", f"{older:020d}"
+    for suffix in (".json", ".crc", ".checkpoint.parquet"):
+        if (log / f"{first}{suffix}").exists() and first != newest:
+            (log / f"{first}{suffix}").rename(log / f"{newest}{suffix}")
+    for hidden in log.glob(".*.crc"):
+        hidden.unlink()
+    last = json.loads((log / "_last_checkpoint").read_text())
+    (log / "_last_checkpoint").write_text(json.dumps({**last, "version": older}))
+    for version in range(older):
+        for name in COMMIT_FILES[:per_commit]:
+            (log / name.format(v=f"{version:020d}")).touch()
+    return sum(1 for _ in log.iterdir())
+
+
+def measure(
+    cases: tuple[tuple[int, int], ...], conf: dict[str, str] | None = None, rounds: int = ROUNDS
+) -> list[dict[str, Any]]:
+    from eventlake.config.loader import settings_from_dict
+    from eventlake.session import get_spark
+
+    root = Path(tempfile.mkdtemp(prefix="eventlake-delta-log-"))
+    try:
+        spark = get_spark(settings_from_dict({
+            "lake": {"root": str(root / "lake")}, "checkpoints": {"root": str(root / "ck")},
+            "spark": {"conf": conf or {}},
+        }))  # fmt: skip
+        warm = root / "warm-up"
+        for _ in range(3):  # the JVM's first Delta operations, not measured
+            spark.range(1).write.format("delta").mode("append").save(str(warm))
+            spark.read.format("delta").load(str(warm)).count()
+        rows = []
+        for older, per_commit in cases:
+            path = root / f"t{older}-{per_commit}"
+            files = padded_table(spark, path, older, per_commit)
+            reads, appends = [], []
+            for _ in range(rounds):
+                start = time.perf_counter()
+                spark.read.format("delta").load(str(path)).count()
+                reads.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                spark.range(1).write.format("delta").mode("append").save(str(path))
+                appends.append(time.perf_counter() - start)
+            first_append = f"{older + 1:020d}."
+            written = sum(1 for p in (path / "_delta_log").iterdir()
+                          if p.name.lstrip(".").startswith(first_append))  # fmt: skip
+            rows.append({"older_commits": older, "files_per_commit": per_commit,
+                         "log_files": files, "files_an_append_wrote": written,
+                         "read_s": round(statistics.median(reads), 3),
+                         "append_s": round(statistics.median(appends), 3)})  # fmt: skip
+            print(json.dumps(rows[-1]), flush=True)
+            shutil.rmtree(path)
+        return rows
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [
+        "# Spark's Delta operations against the length of `_delta_log` (local filesystem)",
+        "",
+        f"{result['at']}: {m['cores']} cores ({m['cpu']}), Python {m['python']}. A batch "
+        f"read (`count()`) and a one-row append, median of {ROUNDS}, on a table whose log "
+        "holds the files of that many older commits (`python -m bench.delta_log`).",
+        "",
+        "| older commits | at a 10 s trigger | files a commit | files in `_delta_log` | read "
+        "| append |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in result["rows"]:
+        days = row["older_commits"] * 10 / 86_400
+        lines.append(f"| {row['older_commits']:,} | {days:.0f} days | "
+                     f"{row['files_per_commit']} | {row['log_files']:,} | "
+                     f"{row['read_s']:.3f} s | {row['append_s']:.3f} s |")  # fmt: skip
+    lines += [
+        "",
+        f"A new table, median of {AB_ROUNDS} in a fresh process each, with eventlake's "
+        "session settings against Spark's defaults for Delta's checksum and the local "
+        "FileContext (`python -m bench.delta_log --commit-cost eventlake|spark`):",
+        "",
+        "| session | files a commit leaves in `_delta_log` | read | append |",
+        "|---|---|---|---|",
+    ]
+    for name, row in result["commit_cost"].items():
+        if "error" in row:
+            lines.append(f"| {name} | failed: {row['error']} | | |")
+            continue
+        lines.append(f"| {name} | {row['files_an_append_wrote']} | {row['read_s']:.3f} s | "
+                     f"{row['append_s']:.3f} s |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def commit_cost(session: str) -> dict[str, Any]:
+    """A new table's read and append under ``session``'s settings, and the files each
+    commit leaves, in this process (a session of its own)."""
+    conf = SPARK_DEFAULTS if session == "spark" else None
+    return measure(((0, 1),), conf, rounds=AB_ROUNDS)[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--commit-cost", choices=("eventlake", "spark"))
+    args = parser.parse_args()
+    if args.commit_cost:
+        print(json.dumps(commit_cost(args.commit_cost)))
+        return
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    result = {"at": at, "machine": machine(), "rows": measure(CASES)}
+    result["commit_cost"] = {
+        name: in_fresh_process("bench.delta_log", "--commit-cost", name, title=name)
+        for name in ("eventlake", "spark")
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "delta-log.json").write_text(json.dumps(result, indent=1) + "\n")
+    (RESULTS / "delta-log.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
