@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fresh import in_fresh_process
-from bench.run import RESULTS, machine
+from bench.run import machine, machine_line, write_results
 
 #: Older commits (none, then 1, 7 and 30 days of commits at a 10-second trigger) and the
 #: files each left: four with Delta's and Hadoop's checksums (eventlake before 11-26, and
@@ -107,13 +107,12 @@ def measure(
 
 
 def markdown(result: dict[str, Any]) -> str:
-    m = result["machine"]
     lines = [
         "# Spark's Delta operations against the length of `_delta_log` (local filesystem)",
         "",
-        f"{result['at']}: {m['cores']} cores ({m['cpu']}), Python {m['python']}. A batch "
-        f"read (`count()`) and a one-row append, median of {ROUNDS}, on a table whose log "
-        "holds the files of that many older commits (`python -m bench.delta_log`).",
+        f"{machine_line(result)} A batch read (`count()`) and a one-row append, median of "
+        f"{ROUNDS}, on a table whose log holds the files of that many older commits "
+        "(`python -m bench.delta_log`).",
         "",
         "| older commits | at a 10 s trigger | files a commit | files in `_delta_log` | read "
         "| append |",
@@ -162,10 +161,7 @@ def main() -> None:
         name: in_fresh_process("bench.delta_log", "--commit-cost", name, title=name)
         for name in ("eventlake", "spark")
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "delta-log.json").write_text(json.dumps(result, indent=1) + "\n")
-    (RESULTS / "delta-log.md").write_text(markdown(result))
-    print(markdown(result))
+    write_results("delta-log", result, markdown(result))
 
 
 if __name__ == "__main__":

@@ -297,18 +297,29 @@ def main() -> None:
                 results["batch_cost"] = measure_batch_cost(bootstrap, root / "cost")
                 results["latency"] = measure_latency(bootstrap, root / "latency")
                 results["medallion"] = measure_medallion(bootstrap, root / "medallion")
-    (RESULTS / "golden.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    (RESULTS / "golden.md").write_text(markdown(results))
-    print((RESULTS / "golden.md").read_text())
+    write_results("golden", results, markdown(results))
+
+
+def write_results(stem: str, results: dict[str, Any], text: str) -> None:
+    """``bench/results/<stem>.json`` and ``<stem>.md`` (``text``), which is printed too."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    (RESULTS / f"{stem}.md").write_text(text)
+    print(text)
+
+
+def machine_line(results: dict[str, Any]) -> str:
+    """When and on what ``results`` (with ``at`` and ``machine``) were measured."""
+    m = results["machine"]
+    return (f"{results['at']}: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB, "
+            f"Python {m['python']}.")  # fmt: skip
 
 
 def markdown(results: dict[str, Any]) -> str:
-    m = results["machine"]
     lines = [
         "# eventlake benchmark",
         "",
-        f"{results['at']}: {m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB, "
-        f"Python {m['python']}. Seed 002's golden query over {results['events']:,} JSON "
+        f"{machine_line(results)} Seed 002's golden query over {results['events']:,} JSON "
         "events preloaded in a 3-partition topic of the embedded broker; each system in its "
         f"own process, {results.get('repeats', 1)} rounds (the slow 10,000-offset variant: "
         "one); the median run by whole-process time is shown. Whole process: from process "
