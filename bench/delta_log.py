@@ -28,18 +28,17 @@ from bench.fresh import in_fresh_process
 from bench.run import machine, machine_line, write_results
 
 #: Older commits (none, then 1, 7 and 30 days of commits at a 10-second trigger) and the
-#: files each left: four with Delta's and Hadoop's checksums (eventlake before 11-26, and
-#: Spark's defaults), one with eventlake's session settings since.
-CASES = ((0, 1), (8_640, 4), (60_480, 4), (259_200, 4), (60_480, 1), (259_200, 1))
+#: files each left: four with Delta's and Hadoop's checksums (Spark's defaults, eventlake
+#: before 11-26), three with eventlake's session settings since, one without checksums.
+CASES = ((0, 3), (8_640, 4), (60_480, 4), (259_200, 4), (60_480, 3), (60_480, 1))
 ROUNDS = 5
 AB_ROUNDS = 15
-#: Spark's and Delta's defaults for what eventlake's session sets to leave one file a commit.
+#: Hadoop's default for what eventlake's session sets to leave three files a commit.
 SPARK_DEFAULTS = {
-    "spark.databricks.delta.writeChecksumFile.enabled": "true",
     "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.LocalFs",
 }
 #: The files a commit leaves in ``_delta_log`` on a local filesystem, by Spark's defaults.
-COMMIT_FILES = ("{v}.json", "{v}.crc", ".{v}.json.crc", ".{v}.crc.crc")
+COMMIT_FILES = ("{v}.json", "{v}.crc", ".{v}.crc.crc", ".{v}.json.crc")
 
 
 def padded_table(spark: Any, path: Path, older: int, per_commit: int) -> int:
@@ -126,7 +125,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"A new table, median of {AB_ROUNDS} in a fresh process each, with eventlake's "
-        "session settings against Spark's defaults for Delta's checksum and the local "
+        "session settings against Hadoop's default for the local "
         "FileContext (`python -m bench.delta_log --commit-cost eventlake|spark`):",
         "",
         "| session | files a commit leaves in `_delta_log` | read | append |",

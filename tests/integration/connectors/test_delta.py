@@ -437,13 +437,13 @@ def test_a_table_with_its_own_interval_keeps_deltas_inline_checkpoints(
     assert len(read_delta(out)) == 8
 
 
-def test_a_commit_leaves_one_file_in_the_log_and_a_cleanup_leaves_none_of_a_removed_version(
+def test_a_commit_leaves_three_files_in_the_log_and_a_cleanup_leaves_none_of_a_removed_version(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """Every Delta operation of Spark on a local table lists the whole log folder, so each
-    file there costs every batch. A commit leaves its commit file alone (no Delta checksum,
-    no Hadoop checksums). A log written before that holds three more files a commit, which
-    delta-rs's cleanup does not remove: the log-checkpoint service does."""
+    file there costs every batch. A commit leaves three files, not four: Hadoop's hidden
+    checksum of the commit is no longer written (a log written before holds it). delta-rs's
+    cleanup removes only the commits: the log-checkpoint service removes the rest."""
     out = tmp_path / "events"
     ensure_delta_table(spark, out, "id STRING, amount INT", checkpoint_interval=2**31 - 1,
                        log_retention="1 second")  # fmt: skip
@@ -455,10 +455,10 @@ def test_a_commit_leaves_one_file_in_the_log_and_a_cleanup_leaves_none_of_a_remo
         _append(spark, out, [f"a{n}"])
     log = out / "_delta_log"
     files = sorted(p.name for p in log.iterdir() if p.is_file())
-    assert files == [f"{v:020d}.json" for v in range(13)]
-    for v in range(13):  # what each commit left before: Delta's checksum, Hadoop's two
-        for name in (f"{v:020d}.crc", f".{v:020d}.json.crc", f".{v:020d}.crc.crc"):
-            (log / name).write_text("")
+    kept = ("{v}.json", "{v}.crc", ".{v}.crc.crc")  # no hidden checksum of the commit
+    assert files == sorted(name.format(v=f"{v:020d}") for v in range(13) for name in kept)
+    for v in range(13):  # what each commit left before: Hadoop's checksum of the commit
+        (log / f".{v:020d}.json.crc").write_text("")
     time.sleep(1.5)  # the commits are older than the retention
 
     service = LogCheckpoints(5)
