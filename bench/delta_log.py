@@ -26,6 +26,7 @@ from typing import Any
 
 from bench.fresh import in_fresh_process
 from bench.run import machine, machine_line, write_results
+from eventlake.session import LOCAL_FILE_CONTEXT
 
 #: Older commits (none, then 1, 7 and 30 days of commits at a 10-second trigger) and the
 #: files each left: four with Delta's and Hadoop's checksums (Spark's defaults, eventlake
@@ -34,9 +35,7 @@ CASES = ((0, 3), (8_640, 4), (60_480, 4), (259_200, 4), (60_480, 3), (60_480, 1)
 ROUNDS = 5
 AB_ROUNDS = 15
 #: Hadoop's default for what eventlake's session sets to leave three files a commit.
-SPARK_DEFAULTS = {
-    "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.LocalFs",
-}
+SPARK_DEFAULTS = {LOCAL_FILE_CONTEXT: "org.apache.hadoop.fs.local.LocalFs"}
 #: The files a commit leaves in ``_delta_log`` on a local filesystem, by Spark's defaults.
 COMMIT_FILES = ("{v}.json", "{v}.crc", ".{v}.crc.crc", ".{v}.json.crc")
 

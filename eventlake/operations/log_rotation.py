@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -41,8 +42,7 @@ def rotate(path: Path, keep: int) -> bool:
             older.replace(rotated(path, index))
     copy = rotated(path, 1)
     with path.open("rb") as source, copy.open("wb") as target:
-        while chunk := source.read(_CHUNK):
-            target.write(chunk)
+        shutil.copyfileobj(source, target, _CHUNK)
         os.truncate(path, 0)
     log.info("log file rotated at %d bytes into %s", size, copy)
     return True

@@ -4,6 +4,7 @@ run (:class:`LogCheckpoints`)."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING
 
 from eventlake.connectors.delta.commits import (
@@ -36,8 +37,6 @@ def remove_orphans(path: Location) -> int:
 
     Every Delta operation of Spark on a local or HDFS table lists the whole ``_delta_log``
     folder, so each file left there for good slows every read and commit of the table."""
-    import os
-
     folder = path.path / "_delta_log"
     removed = 0
     for name in orphaned_log_files(os.listdir(folder))[:MAX_ORPHANS]:
