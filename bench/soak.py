@@ -122,6 +122,24 @@ def _table_sample(path: Path) -> dict[str, int]:
             "disk_files": len(data), "disk_bytes": disk_bytes, "log_files": log_files}  # fmt: skip
 
 
+def compactions(lake: Path) -> dict[str, dict[str, int]]:
+    """Per table, its compactions (OPTIMIZE commits) in its history: how many, the bytes
+    they rewrote together and at most in one, against the bytes the table holds."""
+    from deltalake import DeltaTable
+
+    found = {}
+    for path in _tables(lake):
+        table = DeltaTable(str(path))
+        rewritten = [int((c.get("operationMetrics") or {}).get("numRemovedBytes") or 0)
+                     for c in table.history() if c.get("operation") == "OPTIMIZE"]  # fmt: skip
+        sizes = table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
+        found[str(path.relative_to(lake))] = {
+            "count": len(rewritten), "rewritten_bytes": sum(rewritten),
+            "largest_bytes": max(rewritten, default=0), "table_bytes": sum(sizes),
+        }  # fmt: skip
+    return found
+
+
 class Sampler(threading.Thread):
     """Once a minute: the batch times of that minute per flow, memory, tables, checkpoints."""
 
@@ -375,7 +393,8 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
     flows = {name: t.batches for name, t in listeners[0].snapshot().items()}
     return {"maintenance": maintenance, "minutes": minutes, "orders_per_second": rate,
             "changes_per_second": cdc_rate, "samples": sampler.samples, "latency": latency,
-            "batches": flows, "scheduler_pools": pools}  # fmt: skip
+            "batches": flows, "scheduler_pools": pools,
+            "compactions": compactions(settings.lake.root.path)}  # fmt: skip
 
 
 def _window(samples: list[dict[str, Any]], first: bool) -> list[dict[str, Any]]:
@@ -519,6 +538,14 @@ def markdown(results: dict[str, Any]) -> str:
         for table, f in s["files"].items():
             lines.append(f"| {table} | {f['first']} | {f['max']} | {f['last']} "
                          f"| {f['per_hour']} |")  # fmt: skip
+        if phase.get("compactions"):
+            lines += ["", "| table | compactions | MiB rewritten | most in one (MiB) "
+                      "| MiB in the table |", "|---|---|---|---|---|"]  # fmt: skip
+            for table, c in phase["compactions"].items():
+                if c["count"]:
+                    lines.append(f"| {table} | {c['count']} | {c['rewritten_bytes'] / 2**20:.1f} "
+                                 f"| {c['largest_bytes'] / 2**20:.1f} "
+                                 f"| {c['table_bytes'] / 2**20:.1f} |")  # fmt: skip
         lines += ["", "| measure | first 10 min (MiB) | last 10 min (MiB) | trend (MiB/hour) "
                   "| trend, second half |", "|---|---|---|---|---|"]  # fmt: skip
         for key, v in s["memory"].items():

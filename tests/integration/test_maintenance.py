@@ -248,3 +248,41 @@ def test_a_compaction_rewrites_the_small_files_only(spark: SparkSession, tmp_pat
     assert big in after
     assert len(after) == 2
     assert len(read_delta(path)) == 50_003
+
+
+def test_a_compaction_rewrites_its_earlier_output_only_once_the_small_files_fill_a_file(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Until the small files together make a file of small_file_bytes, a compaction rewrites
+    only the batches' own files, not the file an earlier compaction wrote; once they would
+    fill it, every small file goes into one."""
+    path = tmp_path / "tiered"
+    earlier_rows = spark.range(0, 5_000).selectExpr("id", "uuid() AS u").coalesce(1)
+    earlier_rows.write.format("delta").save(str(path))
+    [earlier] = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pylist()
+    for i in range(3):
+        tiny = spark.range(10_000 + i, 10_001 + i).selectExpr("id", "uuid() AS u").coalesce(1)
+        tiny.write.format("delta").mode("append").save(str(path))
+    sizes = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("size_bytes")
+    tiny_bytes = sum(sizes.to_pylist()) - earlier["size_bytes"]
+
+    # The small files come to less than small_file_bytes; each batch's file is under a
+    # sixteenth of it, the earlier compaction's is not.
+    small = 4 * earlier["size_bytes"]
+    assert max(sizes.to_pylist()) < small
+    assert tiny_bytes < small // 16 <= earlier["size_bytes"]
+    settings = MaintenanceSettings(small_file_bytes=small, compact_min_files=2)
+    done = maintain_table(spark, TableState(str(path), "t/tiered", settings))
+    assert [a.detail for a in done.actions if a.kind == "compact"] == ["3 files into 1"]
+    paths = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("path")
+    assert earlier["path"] in paths.to_pylist()
+    assert len(paths) == 2
+
+    # Now they fill one: both go into a single file.
+    both = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("size_bytes")
+    settings = MaintenanceSettings(small_file_bytes=sum(both.to_pylist()), compact_min_files=2)
+    done = maintain_table(spark, TableState(str(path), "t/tiered", settings))
+    assert [a.detail for a in done.actions if a.kind == "compact"] == ["2 files into 1"]
+    assert len(DeltaTable(str(path)).file_uris()) == 1
+    ids = sorted(r["id"] for r in read_delta(path).to_pylist())
+    assert ids == [*range(5_000), 10_000, 10_001, 10_002]

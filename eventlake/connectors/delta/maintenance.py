@@ -48,6 +48,10 @@ _OPTIMIZE_MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
 #: The margin kept over what a reader of the run needs (ms): clocks of writers and of
 #: this process may differ by that much.
 _READER_MARGIN_MS = 60 * 1000
+#: Until a table's small files together would fill a file of ``small_file_bytes``, a
+#: compaction rewrites only the files under this fraction of it (the batches' own files):
+#: its earlier output is not rewritten again at every compaction.
+FRESH_FRACTION = 16
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class TableFiles:
     files: int
     bytes: int
     small_files: int
+    #: The small files' bytes together.
+    small_files_bytes: int = 0
 
     @property
     def small_ratio(self) -> float:
@@ -167,15 +173,16 @@ def table_files(spark: SparkSession | None, path: Location, small_bytes: int) ->
     from pyspark.sql import DataFrame
 
     files = DataFrame(snapshot.allFiles().toDF(), spark)
+    is_small = F.col("size") < small_bytes
     row = files.agg(
         F.count("*").alias("n"),
         F.coalesce(F.sum("size"), F.lit(0)).alias("bytes"),
-        F.sum(F.when(F.col("size") < small_bytes, 1).otherwise(0)).alias("small"),
+        F.sum(F.when(is_small, 1).otherwise(0)).alias("small"),
+        F.sum(F.when(is_small, F.col("size")).otherwise(0)).alias("small_bytes"),
     ).head()
     assert row is not None
-    return TableFiles(
-        int(snapshot.version()), int(row["n"]), int(row["bytes"]), int(row["small"] or 0)
-    )
+    return TableFiles(int(snapshot.version()), int(row["n"]), int(row["bytes"]),
+                      int(row["small"] or 0), int(row["small_bytes"] or 0))  # fmt: skip
 
 
 #: Commits of a table's history read for its last maintenance.
@@ -294,9 +301,10 @@ def _files_of(table: Any, small_bytes: int) -> TableFiles:
     import pyarrow.compute as pc
 
     sizes = pa.table(table.get_add_actions(flatten=True)).column("size_bytes")
-    small = int(pc.sum(pc.less(sizes, small_bytes)).as_py() or 0)
+    small_sizes = pc.filter(sizes, pc.less(sizes, small_bytes))
     total = int(pc.sum(sizes).as_py() or 0)
-    return TableFiles(int(table.version()), len(sizes), total, small)
+    small_total = int(pc.sum(small_sizes).as_py() or 0)
+    return TableFiles(int(table.version()), len(sizes), total, len(small_sizes), small_total)
 
 
 def maintenance_session(spark: SparkSession) -> SparkSession:
@@ -464,7 +472,12 @@ def maintain_table(
     lock: threading.Lock | None = None,
 ) -> Maintained:
     """Compact the table when it holds ``compact_min_files`` small files (``force``: when it
-    holds two), and VACUUM it when ``vacuum_interval`` has gone by (``force``: now)."""
+    holds two), and VACUUM it when ``vacuum_interval`` has gone by (``force``: now).
+
+    A compaction rewrites every small file once they would fill a file of
+    ``small_file_bytes`` together (or when ``force``d); until then only the files under
+    :data:`FRESH_FRACTION` of that size, so each batch's bytes are rewritten about twice
+    before they rest in a full-size file, not at every compaction until then."""
     from eventlake.storage import Location
 
     path = Location(state.path)
@@ -475,13 +488,17 @@ def maintain_table(
         return Maintained(state.table, None, None, done)
     threshold = 2 if force else settings.compact_min_files
     if before.small_files >= threshold:
+        small = settings.small_file_bytes
+        if force or before.small_files_bytes >= small:
+            limit, planned = small, f"would compact {before.small_files} small files"
+        else:
+            limit = max(small // FRESH_FRACTION, 1)
+            planned = f"would compact the files under {limit:,} bytes"
 
         def compact_table() -> str:
-            small = settings.small_file_bytes
-            return _locked(lock, lambda: compact(spark, path, state.layout_key, small))
+            return _locked(lock, lambda: compact(spark, path, state.layout_key, limit))
 
-        done.append(_act("compact", dry_run, compact_table,
-                         f"would compact {before.small_files} small files"))  # fmt: skip
+        done.append(_act("compact", dry_run, compact_table, planned))
         if not dry_run:
             after = table_files(spark, path, settings.small_file_bytes)
     now = int(time.time() * 1000)
