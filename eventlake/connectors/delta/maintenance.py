@@ -63,7 +63,7 @@ class TableFiles:
     bytes: int
     small_files: int
     #: The small files' bytes together.
-    small_files_bytes: int = 0
+    small_files_bytes: int
 
     @property
     def small_ratio(self) -> float:
