@@ -20,10 +20,20 @@ Kafka offset (all changes of a user share a partition, as Debezium keys them). E
 arrive out of order and twice, so each batch recomputes the affected users from all of
 their changes in bronze: a late event lands in the right place in the history and never
 overwrites a newer state, and a duplicate changes nothing. Tombstones are ignored.
+
+The history's cost per batch does not grow with it: a change at instant ``m`` can only
+alter the versions still open at ``m`` (``valid_to`` null or at least ``m``), so the MERGE
+is given those versions alone and bounded, in its condition, to target rows still open at
+the batch's earliest change. The table is partitioned by ``is_current``: closed versions
+leave the files of current ones, and a batch of new changes rewrites only the current
+versions' partition and the newest closed files (the older ones are skipped by their
+``valid_to`` statistics). A history table created before this layout keeps its own and is
+still merged correctly, reading more.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -141,7 +151,8 @@ def _valid(df: DataFrame) -> Column:
 
 
 def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
-    """Every valid change in bronze of the users this batch touches, one per instant.
+    """Every valid change in bronze of the users this batch touches, one per instant, with
+    ``_since``: the user's earliest instant among this batch's changes.
 
     Several changes of one user at the same ``source_ts_ms`` collapse to the one with the
     highest offset. Computed once per batch and shared by the batch's targets.
@@ -150,7 +161,11 @@ def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchCo
     from pyspark.sql import functions as F
 
     def build() -> DataFrame:
-        touched = batch_df.where(_valid(batch_df)).select("user_id").distinct()
+        touched = (
+            batch_df.where(_valid(batch_df))
+            .groupBy("user_id")
+            .agg(F.min("source_ts_ms").alias("_since"))
+        )
         path = str(ctx.table_path("bronze", "users_cdc"))
         bronze_table = batch_df.sparkSession.read.format("delta").load(path)
         events = bronze_table.where(_valid(bronze_table)).join(F.broadcast(touched), "user_id")
@@ -159,7 +174,12 @@ def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchCo
             events.withColumn("_rank", F.row_number().over(instant))
             .where("_rank = 1")
             .select(
-                "user_id", "op", "source_ts_ms", F.col("offset").alias("source_offset"), *FIELDS
+                "user_id",
+                "op",
+                "source_ts_ms",
+                F.col("offset").alias("source_offset"),
+                *FIELDS,
+                "_since",
             )
         )
 
@@ -192,7 +212,8 @@ def latest_state(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> 
 
 
 def history(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
-    """Per touched user: every version (one per non-delete instant), and instants whose
+    """Per touched user: the versions this batch's changes can alter, those still open at
+    the user's earliest change in it (one per non-delete instant), and instants whose
     winning change is a delete (``_delete``: such a version must not exist)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -200,7 +221,7 @@ def history(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataF
     events = changes_of_batch_users(ctx, batch_df, batch)
     following = Window.partitionBy("user_id").orderBy("source_ts_ms")
     next_ts = F.lead("source_ts_ms").over(following)
-    return events.select(
+    versions = events.select(
         "user_id",
         *FIELDS,
         F.timestamp_millis("source_ts_ms").alias("valid_from"),
@@ -209,15 +230,36 @@ def history(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataF
         "source_ts_ms",
         "source_offset",
         (F.col("op") == "d").alias("_delete"),
+        "_since",
+        next_ts.alias("_next_ts"),
     )
+    # A version closed before the user's earliest change in the batch stays as it is.
+    open_since = F.col("_next_ts").isNull() | (F.col("_next_ts") >= F.col("_since"))
+    return versions.where(open_since).drop("_next_ts")
+
+
+def _instant(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms // 1000, timezone.utc) + timedelta(milliseconds=ms % 1000)
 
 
 def merge_history(target: DeltaTable, source: DataFrame, batch: BatchContext) -> DeltaMergeBuilder:
-    columns = [c for c in source.columns if c != "_delete"]
+    from pyspark.sql import functions as F
+
+    columns = [c for c in source.columns if c not in ("_delete", "_since")]
     changed = " OR ".join(f"NOT (t.{c} <=> s.{c})" for c in columns)
+    first = source.agg(F.min("_since")).head()
+    since = first[0] if first is not None else None
+    # Target rows closed before the batch's earliest change match no source row: a literal
+    # bound lets Delta skip their files by their valid_to statistics instead of reading them.
+    still_open = F.col("t.valid_to").isNull()
+    if since is not None:
+        still_open = still_open | (F.col("t.valid_to") >= F.lit(_instant(int(since))))
+    key = (F.col("t.user_id") == F.col("s.user_id")) & (
+        F.col("t.valid_from") == F.col("s.valid_from")
+    )
     return (
         target.alias("t")
-        .merge(source.alias("s"), "t.user_id = s.user_id AND t.valid_from = s.valid_from")
+        .merge(source.alias("s"), key & still_open)
         .whenMatchedDelete(condition="s._delete")
         .whenMatchedUpdate(
             condition=f"NOT s._delete AND ({changed})", set={c: f"s.{c}" for c in columns}
@@ -271,7 +313,7 @@ def state_records(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) ->
             merge_history,
             HISTORY_DDL,
             prepare=history,
-            cluster_by=("user_id",),
+            partition_by=("is_current",),
         ),
         MergeDelta(
             "silver",

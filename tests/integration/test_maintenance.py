@@ -53,6 +53,11 @@ def _files(path: Path) -> int:
     return len(DeltaTable(str(path)).file_uris())
 
 
+def _adds(path: Path) -> pa.Table:
+    """The add actions of the table's current version (path, size_bytes, ...), by delta-rs."""
+    return pa.table(DeltaTable(str(path)).get_add_actions(flatten=True))
+
+
 def test_maintain_compacts_and_status_shows_it(
     bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
 ) -> None:
@@ -238,13 +243,13 @@ def test_a_compaction_rewrites_the_small_files_only(spark: SparkSession, tmp_pat
         tiny = spark.range(i, i + 1).selectExpr("id", "uuid() AS u").coalesce(1)
         tiny.write.format("delta").mode("append").save(str(path))
     small_bytes = 64 * 1024
-    sizes = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pydict()
+    sizes = _adds(path).to_pydict()
     [big] = [p for p, n in zip(sizes["path"], sizes["size_bytes"], strict=True) if n >= small_bytes]
 
     settings = MaintenanceSettings(small_file_bytes=small_bytes, compact_min_files=2)
     done = maintain_table(spark, TableState(str(path), "t/grown", settings))
     assert [a.detail for a in done.actions if a.kind == "compact"] == ["3 files into 1"]
-    after = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("path").to_pylist()
+    after = _adds(path).column("path").to_pylist()
     assert big in after
     assert len(after) == 2
     assert len(read_delta(path)) == 50_003
@@ -259,11 +264,11 @@ def test_a_compaction_rewrites_its_earlier_output_only_once_the_small_files_fill
     path = tmp_path / "tiered"
     earlier_rows = spark.range(0, 5_000).selectExpr("id", "uuid() AS u").coalesce(1)
     earlier_rows.write.format("delta").save(str(path))
-    [earlier] = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pylist()
+    [earlier] = _adds(path).to_pylist()
     for i in range(3):
         tiny = spark.range(10_000 + i, 10_001 + i).selectExpr("id", "uuid() AS u").coalesce(1)
         tiny.write.format("delta").mode("append").save(str(path))
-    sizes = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("size_bytes")
+    sizes = _adds(path).column("size_bytes")
     tiny_bytes = sum(sizes.to_pylist()) - earlier["size_bytes"]
 
     # The small files come to less than small_file_bytes; each batch's file is under a
@@ -274,12 +279,12 @@ def test_a_compaction_rewrites_its_earlier_output_only_once_the_small_files_fill
     settings = MaintenanceSettings(small_file_bytes=small, compact_min_files=2)
     done = maintain_table(spark, TableState(str(path), "t/tiered", settings))
     assert [a.detail for a in done.actions if a.kind == "compact"] == ["3 files into 1"]
-    paths = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("path")
+    paths = _adds(path).column("path")
     assert earlier["path"] in paths.to_pylist()
     assert len(paths) == 2
 
     # Now they fill one: both go into a single file.
-    both = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("size_bytes")
+    both = _adds(path).column("size_bytes")
     settings = MaintenanceSettings(small_file_bytes=sum(both.to_pylist()), compact_min_files=2)
     done = maintain_table(spark, TableState(str(path), "t/tiered", settings))
     assert [a.detail for a in done.actions if a.kind == "compact"] == ["2 files into 1"]

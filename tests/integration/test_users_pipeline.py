@@ -184,3 +184,79 @@ def test_replaying_a_batch_changes_no_sink(
     assert mark == {"app": fresh.app_id("merge:silver/users_history"), "batch": last + 1}
     commit = history_path / "_delta_log" / f"{delta_version(history_path):020d}.json"
     assert not [a for a in map(json.loads, commit.read_text().splitlines()) if "txn" in a]
+
+
+def _history_merges(path: Path, after: int) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(commitInfo, remove actions) of each MERGE into the history after version ``after``."""
+    merges = []
+    for version in range(after + 1, delta_version(path) + 1):
+        commit = path / "_delta_log" / f"{version:020d}.json"
+        actions = [json.loads(line) for line in commit.read_text().splitlines()]
+        info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+        if info["operation"] == "MERGE":
+            merges.append((info, [a["remove"] for a in actions if "remove" in a]))
+    return merges
+
+
+def test_a_batch_of_new_changes_rewrites_no_closed_version(
+    spark: SparkSession,
+    bootstrap: str,
+    make_topic: Callable[..., str],
+    postgres: PostgresSettings,
+    tmp_path: Path,
+) -> None:
+    topic, state = make_topic(prefix="cdc-bounded"), make_topic(prefix="state-bounded")
+    table = unique_name("users_bounded").replace("-", "_")
+    settings = users_settings(bootstrap, tmp_path, topic, postgres, postgres_table=table,
+                              state_topic=state)  # fmt: skip
+    gen = CdcGenerator(CdcConfig(seed=3, users=20, out_of_order_fraction=0.0,
+                                 duplicate_fraction=0.0, malformed_fraction=0.0))  # fmt: skip
+    records = list(gen.records(600))
+
+    def later_changes(i: int) -> int:
+        return sum(1 for r in records[i + 1 : 300] if r.data and r.key == records[i].key)
+
+    # One update held back until the last run: it lands between two closed versions.
+    late = next(
+        i
+        for i in range(50, 200)
+        if records[i].data and records[i].data["op"] == "u" and later_changes(i) >= 2
+    )
+    again = next(r for r in records[:50] if r.data)
+    first = [r for i, r in enumerate(records[:300]) if i != late]
+    send(bootstrap, topic, first)
+    run_users(settings, spark)
+    assert_matches(tmp_path, first, postgres, table)
+    history_path = tmp_path / "lake" / "silver" / "users_history"
+    assert RsDeltaTable(str(history_path)).metadata().partition_columns == ["is_current"]
+    before = delta_version(history_path)
+
+    # Changes later than every stored version, in two runs. Meanwhile the files of the
+    # versions closed before each run are moved away: a MERGE that read one would fail.
+    second = records[300:600]
+    closed, aside = history_path / "is_current=false", tmp_path / "aside"
+    aside.mkdir()
+    for part in (second[:150], second[150:]):
+        old_files = [f.rename(aside / f.name) for f in closed.iterdir()]
+        assert old_files
+        send(bootstrap, topic, part)
+        run_users(settings, spark)
+        for f in old_files:
+            f.rename(closed / f.name)
+    assert_matches(tmp_path, first + second, postgres, table)
+    merges = _history_merges(history_path, before)
+    assert len(merges) >= 2
+    for info, removes in merges:
+        # Current versions were closed: their files rewritten, no closed version's file.
+        assert int(info["operationMetrics"]["numTargetRowsUpdated"]) > 0
+        assert removes
+        assert all(r["partitionValues"] == {"is_current": "true"} for r in removes)
+    before = delta_version(history_path)
+
+    # The held-back change and a second copy of an old one: closed versions change.
+    third = [records[late], again]
+    send(bootstrap, topic, third)
+    run_users(settings, spark)
+    assert_matches(tmp_path, first + second + third, postgres, table)
+    removed = [r for _, removes in _history_merges(history_path, before) for r in removes]
+    assert {"is_current": "false"} in [r["partitionValues"] for r in removed]
