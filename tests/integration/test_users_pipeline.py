@@ -49,6 +49,22 @@ def run_users(settings: Settings, spark: SparkSession) -> None:
     run_available_now("users", settings)
 
 
+def fresh_users(
+    bootstrap: str,
+    make_topic: Callable[..., str],
+    postgres: PostgresSettings,
+    root: Path,
+    name: str,
+) -> tuple[str, str, Settings]:
+    """A CDC topic, a state topic and a PostgreSQL table of the test's own: (CDC topic,
+    table, settings)."""
+    topic, state = make_topic(prefix=f"cdc-{name}"), make_topic(prefix=f"state-{name}")
+    table = unique_name(f"users_{name}").replace("-", "_")
+    settings = users_settings(bootstrap, root, topic, postgres, postgres_table=table,
+                              state_topic=state)  # fmt: skip
+    return topic, table, settings
+
+
 def naive(value: Any) -> Any:
     """Timestamps as naive UTC: delta-rs reads them zoned, PostgreSQL's TIMESTAMP is not."""
     if isinstance(value, datetime) and value.tzinfo is not None:
@@ -138,10 +154,7 @@ def test_replaying_a_batch_changes_no_sink(
     postgres: PostgresSettings,
     tmp_path: Path,
 ) -> None:
-    topic, state = make_topic(prefix="cdc-replay"), make_topic(prefix="state-replay")
-    table = unique_name("users_replay").replace("-", "_")
-    settings = users_settings(bootstrap, tmp_path, topic, postgres, postgres_table=table,
-                              state_topic=state)  # fmt: skip
+    topic, table, settings = fresh_users(bootstrap, make_topic, postgres, tmp_path, "replay")
     send(bootstrap, topic, CdcGenerator(CdcConfig(seed=5, users=10)).records(300))
     run_users(settings, spark)
 
@@ -205,10 +218,7 @@ def test_a_batch_of_new_changes_rewrites_no_closed_version(
     postgres: PostgresSettings,
     tmp_path: Path,
 ) -> None:
-    topic, state = make_topic(prefix="cdc-bounded"), make_topic(prefix="state-bounded")
-    table = unique_name("users_bounded").replace("-", "_")
-    settings = users_settings(bootstrap, tmp_path, topic, postgres, postgres_table=table,
-                              state_topic=state)  # fmt: skip
+    topic, table, settings = fresh_users(bootstrap, make_topic, postgres, tmp_path, "bounded")
     gen = CdcGenerator(CdcConfig(seed=3, users=20, out_of_order_fraction=0.0,
                                  duplicate_fraction=0.0, malformed_fraction=0.0))  # fmt: skip
     records = list(gen.records(600))
