@@ -1,10 +1,12 @@
 """The one duration grammar: a number and a unit, for watermarks, windows, triggers and
-generator options ("10 minutes", "15m", "500ms", "1.5 hours")."""
+generator options ("10 minutes", "15m", "500ms", "1.5 hours"); and epoch milliseconds as
+an instant."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Annotated
 
@@ -84,3 +86,8 @@ def _spark_interval(value: str) -> str:
 
 #: A duration config key for watermarks and windows, kept as Spark's text ("10 minutes").
 SparkInterval = Annotated[str, AfterValidator(_spark_interval)]
+
+
+def utc_instant(ms: int) -> datetime:
+    """The instant ``ms`` milliseconds after the epoch, in UTC, exact to the millisecond."""
+    return datetime.fromtimestamp(ms // 1000, timezone.utc) + timedelta(milliseconds=ms % 1000)

@@ -33,7 +33,6 @@ still merged correctly, reading more.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -42,6 +41,7 @@ from eventlake.connectors.delta import DeltaInput, DeltaOutput, MergeDelta, ToDe
 from eventlake.connectors.fanout import FanOut
 from eventlake.connectors.kafka import KafkaInput, ToKafka, kafka_records
 from eventlake.connectors.postgres import ToPostgres
+from eventlake.durations import utc_instant
 from eventlake.monitoring.observed import count_quarantined
 from eventlake.pipelines import Pipeline, PipelineParams
 from eventlake.transforms import first_failure, parse_json, quarantine_rows
@@ -238,10 +238,6 @@ def history(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataF
     return versions.where(open_since).drop("_next_ts")
 
 
-def _instant(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms // 1000, timezone.utc) + timedelta(milliseconds=ms % 1000)
-
-
 def merge_history(target: DeltaTable, source: DataFrame, batch: BatchContext) -> DeltaMergeBuilder:
     from pyspark.sql import functions as F
 
@@ -253,7 +249,7 @@ def merge_history(target: DeltaTable, source: DataFrame, batch: BatchContext) ->
     # bound lets Delta skip their files by their valid_to statistics instead of reading them.
     still_open = F.col("t.valid_to").isNull()
     if since is not None:
-        still_open = still_open | (F.col("t.valid_to") >= F.lit(_instant(int(since))))
+        still_open = still_open | (F.col("t.valid_to") >= F.lit(utc_instant(int(since))))
     key = (F.col("t.user_id") == F.col("s.user_id")) & (
         F.col("t.valid_from") == F.col("s.valid_from")
     )

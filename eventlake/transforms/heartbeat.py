@@ -29,11 +29,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
+
+from eventlake.durations import utc_instant
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -105,18 +106,14 @@ class HeartbeatReader(SimpleDataSourceStreamReader):
             return iter(()), start
         now_ms = int(time.time() * 1000)
         end = {"beats": int(start["beats"]) + 1, "at_ms": now_ms}
-        return iter([(_instant(now_ms),)]), end
+        return iter([(utc_instant(now_ms),)]), end
 
     def readBetweenOffsets(
         self, start: dict[str, int], end: dict[str, int]
     ) -> Iterator[tuple[Any, ...]]:
         if int(end["beats"]) == int(start["beats"]):
             return iter(())
-        return iter([(_instant(int(end["at_ms"])),)])
-
-
-def _instant(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc)
+        return iter([(utc_instant(int(end["at_ms"])),)])
 
 
 class HeartbeatSource(DataSource):
