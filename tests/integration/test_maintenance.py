@@ -25,12 +25,14 @@ from eventlake.connectors import (
     kafka_records,
 )
 from eventlake.connectors.delta import TableState, maintain_table
+from eventlake.connectors.delta.maintenance import prepare_file_list
 from eventlake.connectors.delta.tables import ensure_delta_table
 from eventlake.kafka import produce
 from eventlake.operations.maintain import maintain_pipeline
 from eventlake.operations.status import table_reports
 from eventlake.pipelines import Pipeline
 from eventlake.pipelines.loader import load_pipelines
+from eventlake.storage import Location
 from eventlake.testing import (
     read_delta,
     run_available_now,
@@ -291,3 +293,66 @@ def test_a_compaction_rewrites_its_earlier_output_only_once_the_small_files_fill
     assert len(DeltaTable(str(path)).file_uris()) == 1
     ids = sorted(r["id"] for r in read_delta(path).to_pylist())
     assert ids == [*range(5_000), 10_000, 10_001, 10_002]
+
+
+def _jobs(spark: SparkSession, work: Callable[[], object]) -> int:
+    """How many Spark jobs ``work()`` ran on this thread."""
+    context = spark.sparkContext
+    group = unique_name("jobs")
+    context.setJobGroup(group, group)
+    try:
+        work()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+    return len(context.statusTracker().getJobIdsForGroup(group))
+
+
+def _spread_table(spark: SparkSession, path: Path, files: int) -> Callable[[], object]:
+    """A table of ``files`` small files (over Delta's 50 listed in a checksum); returns
+    an append of one more."""
+    spark.range(files * 10).repartition(files).write.format("delta").save(str(path))
+    one = spark.range(1)
+    return lambda: one.write.format("delta").mode("append").save(str(path))
+
+
+def _checksum(path: Path) -> dict[str, Any]:
+    newest = DeltaTable(str(path)).version()
+    return json.loads((path / "_delta_log" / f"{newest:020d}.crc").read_text())
+
+
+def test_the_batch_after_a_compaction_does_not_rebuild_the_tables_state(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Delta lists a table's files in each commit's checksum only while it has at most 50;
+    the commit after a compaction that brought it under 50 would rebuild the whole snapshot
+    state (extra Spark jobs, ~2 s on 2 cores) inside the writer's batch."""
+    settings = MaintenanceSettings(compact_min_files=2)
+
+    # Delta's OPTIMIZE alone: the first append after it runs more jobs than the next one.
+    plain = tmp_path / "plain"
+    append = _spread_table(spark, plain, 60)
+    spark.sql(f"OPTIMIZE delta.`{plain}`")
+    assert "allFiles" not in _checksum(plain)
+    rebuilt, steady = _jobs(spark, append), _jobs(spark, append)
+    assert rebuilt > steady
+
+    # A compaction of the run: its commit's checksum lists the table's files.
+    path = tmp_path / "compacted"
+    append = _spread_table(spark, path, 60)
+    done = maintain_table(spark, TableState(str(path), "t/compacted", settings))
+    assert [a.detail for a in done.actions if a.kind == "compact"] == ["60 files into 1"]
+    listed = _checksum(path)["allFiles"]
+    assert [f["path"] for f in listed] == _adds(path).column("path").to_pylist()
+    assert _jobs(spark, append) == _jobs(spark, append) == steady
+    assert len(read_delta(path)) == 602
+
+    # A writer's commit came between (the compaction could not list the files): the state
+    # is built by the compaction; the writer's next batch only collects the list from it.
+    raced = tmp_path / "raced"
+    append = _spread_table(spark, raced, 60)
+    spark.sql(f"OPTIMIZE delta.`{raced}`")
+    assert prepare_file_list(spark, Location(str(raced)), 50)
+    assert _jobs(spark, append) < rebuilt
+    assert _jobs(spark, append) == steady
+    assert not prepare_file_list(spark, Location(str(raced)), 50)  # listed now

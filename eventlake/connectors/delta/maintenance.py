@@ -45,6 +45,13 @@ _LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism
 #: Files from this size up are left alone by OPTIMIZE (Delta's default: 1 GB, so every
 #: compaction would rewrite the whole table until its files reach 1 GB each).
 _OPTIMIZE_MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
+#: Delta lists a version's files in its checksum (``N.crc``) while the table has at most
+#: this many before and after the commit (Delta's default: 50), carrying the list forward
+#: commit by commit. A commit that takes the table under it from over it lists none, so
+#: the next commit builds the list from the whole snapshot state: a few Spark jobs
+#: (about 2 s on 2 cores) in the writer's next batch after nearly every compaction.
+FILES_IN_CHECKSUM = "spark.databricks.delta.allFilesInCrc.thresholdNumFiles"
+FILES_IN_CHECKSUM_DEFAULT = 50
 #: The margin kept over what a reader of the run needs (ms): clocks of writers and of
 #: this process may differ by that much.
 _READER_MARGIN_MS = 60 * 1000
@@ -322,11 +329,17 @@ def compact(
     path: Location,
     layout_key: tuple[str, ...] = (),
     small_bytes: int | None = None,
+    files: TableFiles | None = None,
 ) -> str:
     """OPTIMIZE the table: a ``dataChange=false`` commit. A clustered table is clustered;
     one that is not, with a ``layout_key``, is Z-ordered by it (less its partition
     columns); otherwise only files under ``small_bytes`` are rewritten, so a compaction's
-    work stays bounded however large the table grows. Returns what it did."""
+    work stays bounded however large the table grows. ``files``: the table's files now.
+
+    A compaction that brings the table under :data:`FILES_IN_CHECKSUM` files leaves the
+    file list in its checksum (from the state it read anyway); when a writer's commit came
+    in between and it could not, the new snapshot's state is built here, so the writers'
+    next batches do not build it. Returns what it did."""
     from delta.tables import DeltaTable
 
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: compact {path}")
@@ -334,13 +347,55 @@ def compact(
     zorder = zorder_columns(table, layout_key) if layout_key else ()
     optimize = table.optimize()
     min_size = str(small_bytes) if small_bytes is not None else None
-    with _session_conf(spark, _OPTIMIZE_MIN_FILE_SIZE, min_size):
+    listed = _files_in_checksum(spark)
+    listing = str(files.files) if files is not None and _may_list(files, listed) else None
+    with (
+        _session_conf(spark, _OPTIMIZE_MIN_FILE_SIZE, min_size),
+        _session_conf(spark, FILES_IN_CHECKSUM, listing),
+    ):
         done = optimize.executeZOrderBy(*zorder) if zorder else optimize.executeCompaction()
         result = done.head()
     metrics = result["metrics"] if result is not None else None
     if metrics is None:
         return "nothing to compact"
+    prepare_file_list(spark, path, listed)
     return f"{metrics['numFilesRemoved']} files into {metrics['numFilesAdded']}{_zordered(zorder)}"
+
+
+def _files_in_checksum(spark: SparkSession) -> int:
+    """How many files a table may have for the session's commits to list them in checksums."""
+    return int(spark.conf.get(FILES_IN_CHECKSUM, None) or FILES_IN_CHECKSUM_DEFAULT)
+
+
+def _may_list(files: TableFiles, listed: int) -> bool:
+    """Whether a compaction of ``files`` may bring the table under ``listed`` files from
+    over it: its files that are not small are fewer (the checksum of its commit then
+    lists at most the table's files before it)."""
+    return files.files > listed and files.files - files.small_files < listed
+
+
+def prepare_file_list(spark: SparkSession, path: Location, listed: int) -> bool:
+    """Build the snapshot state of the table's newest version when its checksum lists no
+    files though the table has at most ``listed``: the next commit would build it on
+    the writer's batch. Whether it was built."""
+    from delta.tables import DeltaTable
+
+    from eventlake.connectors.delta.commits import newest_version
+    from eventlake.storage import filesystem
+
+    log = path / "_delta_log"
+    storage = filesystem(log)
+    version = newest_version(storage, log)
+    if version is None:
+        return False
+    try:
+        checksum = json.loads(storage.read_text(log / f"{version:020d}.crc"))
+    except (FileNotFoundError, ValueError):
+        return False  # no checksum: Delta lists no files in the next one either
+    if "allFiles" in checksum or int(checksum.get("numFiles", listed + 1)) > listed:
+        return False
+    DeltaTable.forPath(spark, str(path)).toDF().inputFiles()  # plans a scan: the state
+    return True
 
 
 def _zordered(columns: Iterable[str]) -> str:
@@ -496,7 +551,7 @@ def maintain_table(
             planned = f"would compact the files under {limit:,} bytes"
 
         def compact_table() -> str:
-            return _locked(lock, lambda: compact(spark, path, state.layout_key, limit))
+            return _locked(lock, lambda: compact(spark, path, state.layout_key, limit, before))
 
         done.append(_act("compact", dry_run, compact_table, planned))
         if not dry_run:
