@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from eventlake.connectors.delta.tables import path_identifier
 from eventlake.durations import duration_ms
 from eventlake.scope import DueWork
 
@@ -448,11 +449,10 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
             return f"{len(removed)} files removed (retention {whole} h)"
         except Exception as exc:  # a table feature delta-rs does not write
             log.info("delta-rs did not vacuum %s (%s); Spark will", path, exc)
-    quoted = str(path).replace("`", "``")
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: vacuum {path}")
     # The retention was computed for the run's readers: Delta's check would refuse it.
     with _session_conf(spark, _RETENTION_CHECK, "false"):
-        spark.sql(f"VACUUM delta.`{quoted}` RETAIN {hours:.4f} HOURS").collect()
+        spark.sql(f"VACUUM {path_identifier(str(path))} RETAIN {hours:.4f} HOURS").collect()
     from delta.tables import DeltaTable as SparkDeltaTable
 
     last = SparkDeltaTable.forPath(spark, str(path)).history(1).head()

@@ -93,6 +93,13 @@ def delta_row_count(path: Location | Path) -> int | None:
     return int(pa.compute.sum(files.column("num_records")).as_py() or 0)
 
 
+def path_identifier(path: str) -> str:
+    """The SQL name of the Delta table at ``path``: ``delta.`path```."""
+    from eventlake.transforms.parsing import quoted
+
+    return f"delta.{quoted(path)}"
+
+
 def enable_change_feed(spark: SparkSession, path: str) -> None:
     """Switch on the change data feed of the Delta table at ``path`` unless it is on."""
     from delta.tables import DeltaTable
@@ -101,5 +108,5 @@ def enable_change_feed(spark: SparkSession, path: str) -> None:
     properties = table.detail().select("properties").head()
     if properties is not None and (properties[0] or {}).get(CHANGE_FEED_PROPERTY) == "true":
         return
-    quoted = path.replace("`", "``")
-    spark.sql(f"ALTER TABLE delta.`{quoted}` SET TBLPROPERTIES ({CHANGE_FEED_PROPERTY} = true)")
+    table_name = path_identifier(path)
+    spark.sql(f"ALTER TABLE {table_name} SET TBLPROPERTIES ({CHANGE_FEED_PROPERTY} = true)")
