@@ -55,6 +55,14 @@ EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions"
 #: size use a buffer freed at once.
 NIO_BUFFER_CACHE_OPTION = "-Djdk.nio.maxCachedBufferSize=262144"
 PARQUET_VECTORED_IO = "spark.hadoop.parquet.hadoop.vectored.io.enabled"
+#: How many compiled classes of generated code a JVM keeps, keyed by their source.
+CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
+#: Spark keeps 100. Every micro-batch of every flow plans again and asks for the same
+#: generated code; the orders pipeline's seven flows need several hundred classes, so with
+#: 100 each batch compiled most of its code anew (25 Janino compiles a second after five
+#: minutes, 3 with this) and loaded, JIT-compiled and unloaded the classes (35 a second).
+#: A class takes about 26 KB of metaspace: 2,000 are about 52 MB when all are held.
+CODEGEN_CACHE_DEFAULT = "2000"
 #: The ``file:`` filesystem of Hadoop's FileContext API, through which Delta writes its
 #: commits: the raw one writes no hidden ``.<file>.crc`` beside each file.
 LOCAL_FILE_CONTEXT = "spark.hadoop.fs.AbstractFileSystem.file.impl"
@@ -93,6 +101,7 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
         # system each chunk goes through one of those NIO buffers (and, with checksums,
         # buffers Hadoop does not release: HADOOP-19901).
         PARQUET_VECTORED_IO: "false",
+        CODEGEN_CACHE_ENTRIES: CODEGEN_CACHE_DEFAULT,
     }
     # A Delta checkpoint written inside a commit (every 10 by default) stalls that commit for
     # 1-5 s. Sink tables leave theirs to eventlake's LogCheckpoints, off the batch's path;
@@ -226,6 +235,27 @@ def _start_jvm(conf: dict[str, str], log: Path) -> None:
     ):
         signal.signal(signal.SIGINT, previous)
     configure_python_logging(log)
+
+
+#: What pyspark imports on its first call into a new JVM (its py4j converters ask
+#: ``pyspark.testing.utils`` whether numpy is there, which imports pandas: 0.4 s), imported
+#: while the JVM starts instead of after.
+PRELOADED_MODULES = ("pyspark.testing.utils",)
+
+
+def _preload(modules: tuple[str, ...]) -> threading.Thread:
+    """Import ``modules`` on a thread of their own (an import that fails is left to the
+    caller that needs the module, who sees its error)."""
+    import importlib
+
+    def load() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="eventlake-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 def ignore_stop_signals(jvm: Any) -> None:
@@ -394,7 +424,9 @@ def get_spark(settings: Settings | None = None, *, java_options: str | None = No
         for key, value in conf.items():
             builder = builder.config(key, value)
         try:
+            preloading = _preload(PRELOADED_MODULES)
             _start_jvm(conf, log)
+            preloading.join()
             session = builder.getOrCreate()
         except Exception as exc:
             raise translate(exc, context=f"starting Spark (its log: {log})") from exc

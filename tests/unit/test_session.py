@@ -7,6 +7,7 @@ import pytest
 
 from eventlake.config import SparkSettings
 from eventlake.session import (
+    CODEGEN_CACHE_ENTRIES,
     DRIVER_JAVA_OPTIONS,
     EXECUTOR_JAVA_OPTIONS,
     HDFS_COMPLETE_DELAY,
@@ -46,6 +47,7 @@ def test_local_defaults() -> None:
     assert conf[HDFS_COMPLETE_DELAY] == "50"
     assert conf[HDFS_COMPLETE_RETRIES] == "8"
     assert conf[PARQUET_VECTORED_IO] == "false"
+    assert conf[CODEGEN_CACHE_ENTRIES] == "2000"
     assert "spark.jars.packages" not in conf
 
 
@@ -53,7 +55,11 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     conf = spark_conf(
         SparkSettings(
             master="spark://head:7077",
-            conf={"spark.sql.session.timeZone": "CET", PARQUET_VECTORED_IO: "true"},
+            conf={
+                "spark.sql.session.timeZone": "CET",
+                PARQUET_VECTORED_IO: "true",
+                CODEGEN_CACHE_ENTRIES: "500",
+            },
         ),
         JARS,
     )
@@ -63,6 +69,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert "spark.driver.host" not in conf
     assert conf[HDFS_COMPLETE_DELAY] == "50"  # a lake on HDFS is used with any master
     assert conf[PARQUET_VECTORED_IO] == "true"
+    assert conf[CODEGEN_CACHE_ENTRIES] == "500"
 
 
 def test_the_users_java_options_keep_eventlakes_and_come_after_them() -> None:
