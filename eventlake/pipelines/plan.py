@@ -4,11 +4,17 @@ A flow that streams a lake table written by another flow of the same pipeline ru
 it. Planning builds every flow's DataFrame (Spark analyses it; nothing runs yet) and
 creates each missing Delta output empty with the flow's schema, so that downstream flows
 can start streaming from it at once.
+
+Flows are built one at a time, in dependency order (a transform is the user's code, never
+called from two threads at once); each output is created on a worker thread while the
+next flows are built, and a flow is built once every output of the levels before its own
+exists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -18,7 +24,7 @@ from typing_extensions import Unpack
 
 from eventlake.checkpoints import Fingerprint
 from eventlake.config import Settings
-from eventlake.context import FlowContext
+from eventlake.context import FlowConfig, FlowContext
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.monitoring.observed import count_output
 from eventlake.pipelines.api import FlowSpec, Pipeline
@@ -173,52 +179,80 @@ def build_plan(
     configs = pipeline.configs(settings, options.get("lake_root"))
     check_flow_names(pipeline, flows)
     planned: list[PlannedFlow] = []
-    for spec, lvl, ups in dependency_order(pipeline):
-        config = configs[spec.name]
-        where = f"flow '{spec.query_name}'"
-        flow_trigger = trigger or spec.trigger or config.params.trigger
-        try:
-            bare = FlowContext.of(config, spark, trigger=flow_trigger, run=run)
-            streams = {r: i.read(bare) for r, i in spec.inputs}
-            sources = tuple(spec.all_inputs())
-            ctx = FlowContext.of(config, spark, streams, flow_trigger, sources, run=run)
-            df = spec.transform(ctx, spec.input.read(ctx))
-            if spec.expectations and not is_micro_batch(flow_trigger):
-                raise EventlakeError(
-                    ErrorCode.PIPELINE_INVALID,
-                    f"{where} has expectations and runs with the {flow_trigger} trigger.",
-                    expected="a micro-batch trigger (their counts are per batch)",
-                    fix="run the flow with a processing-time or available-now trigger",
-                )
-            if getattr(df, "isStreaming", False) and is_micro_batch(flow_trigger):
-                df = count_output(apply_expectations(df, spec.expectations))
-            if not getattr(df, "isStreaming", False):
-                raise EventlakeError(
-                    ErrorCode.PIPELINE_INVALID,
-                    f"{where} returned a batch DataFrame, not a streaming one.",
-                    expected="the transform to derive its result from the DataFrame it is given",
-                    fix="build the result from the `df` argument (join static tables to it)",
-                )
-        except Exception as exc:
-            error = translate(exc, context=where)
-            if on_error is None:
-                raise error from exc
-            on_error(spec, error)
-            continue
-        flow = PlannedFlow(
-            spec=spec,
-            ctx=ctx,
-            df=df,
-            trigger=flow_trigger,
-            level=lvl,
-            upstream=ups,
-        )
-        planned.append(flow)
-        if inspect is not None and not inspect(flow):
-            continue
-        try:
-            spec.output.ensure(ctx, df.schema)
-        except Exception as exc:
-            raise translate(exc, context=f"{where}: creating {spec.output.describe(ctx)}") from exc
+    creating: dict[int, list[Future[None]]] = {}  # by level
+    with ThreadPoolExecutor(CREATE_WORKERS, thread_name_prefix="eventlake-create") as pool:
+        for spec, lvl, ups in dependency_order(pipeline):
+            _created(f for level, made in creating.items() if level < lvl for f in made)
+            flow = _build(spec, lvl, ups, configs[spec.name], spark, trigger, run, on_error)
+            if flow is None:
+                continue
+            planned.append(flow)
+            if inspect is not None and not inspect(flow):
+                continue
+            creating.setdefault(lvl, []).append(pool.submit(_create_output, flow))
+        _created(f for made in creating.values() for f in made)
     selected = tuple(flows) if flows else tuple(pipeline.flows)
     return Plan(pipeline=pipeline, flows=tuple(planned), selected=selected, run=run)
+
+
+#: Outputs created at once (each creation mostly waits on its Delta commit).
+CREATE_WORKERS = 4
+
+
+def _created(futures: Iterable[Future[None]]) -> None:
+    """Wait for each creation, in order; the first that failed raises its error."""
+    for future in futures:
+        future.result()
+
+
+def _create_output(flow: PlannedFlow) -> None:
+    try:
+        flow.spec.output.ensure(flow.ctx, flow.df.schema)
+    except Exception as exc:
+        where = f"flow '{flow.spec.query_name}': creating {flow.spec.output.describe(flow.ctx)}"
+        raise translate(exc, context=where) from exc
+
+
+def _build(
+    spec: FlowSpec,
+    lvl: int,
+    ups: tuple[str, ...],
+    config: FlowConfig,
+    spark: SparkSession,
+    trigger: str | None,
+    run: RunScope,
+    on_error: Callable[[FlowSpec, EventlakeError], None] | None,
+) -> PlannedFlow | None:
+    """The flow's DataFrame, with its expectations and output counted; None when it
+    cannot be built and ``on_error`` took the error."""
+    where = f"flow '{spec.query_name}'"
+    flow_trigger = trigger or spec.trigger or config.params.trigger
+    try:
+        bare = FlowContext.of(config, spark, trigger=flow_trigger, run=run)
+        streams = {r: i.read(bare) for r, i in spec.inputs}
+        sources = tuple(spec.all_inputs())
+        ctx = FlowContext.of(config, spark, streams, flow_trigger, sources, run=run)
+        df = spec.transform(ctx, spec.input.read(ctx))
+        if spec.expectations and not is_micro_batch(flow_trigger):
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                f"{where} has expectations and runs with the {flow_trigger} trigger.",
+                expected="a micro-batch trigger (their counts are per batch)",
+                fix="run the flow with a processing-time or available-now trigger",
+            )
+        if getattr(df, "isStreaming", False) and is_micro_batch(flow_trigger):
+            df = count_output(apply_expectations(df, spec.expectations))
+        if not getattr(df, "isStreaming", False):
+            raise EventlakeError(
+                ErrorCode.PIPELINE_INVALID,
+                f"{where} returned a batch DataFrame, not a streaming one.",
+                expected="the transform to derive its result from the DataFrame it is given",
+                fix="build the result from the `df` argument (join static tables to it)",
+            )
+    except Exception as exc:
+        error = translate(exc, context=where)
+        if on_error is None:
+            raise error from exc
+        on_error(spec, error)
+        return None
+    return PlannedFlow(spec=spec, ctx=ctx, df=df, trigger=flow_trigger, level=lvl, upstream=ups)

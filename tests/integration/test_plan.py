@@ -1,0 +1,115 @@
+"""Planning creates each flow's output on a worker while the next flows are built; a flow
+is built only once the outputs of the levels before it exist, and a failed creation is
+raised once every other creation has finished."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from eventlake.connectors import DeltaInput, DeltaOutput, FilesInput
+from eventlake.context import FlowContext
+from eventlake.errors import EventlakeError
+from eventlake.pipelines import Pipeline
+from eventlake.pipelines.plan import build_plan
+from eventlake.testing import read_delta, settings_for
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = "id STRING, amount DOUBLE"
+#: How long a creation waits to see the next flow built (only reached when planning is
+#: sequential, which the test then reports).
+HANDSHAKE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class AwaitedOutput(DeltaOutput):
+    """A Delta output whose creation first waits for ``built`` (the next flow's transform
+    sets it) and records whether it came."""
+
+    built: threading.Event = field(default_factory=threading.Event, compare=False)
+    seen: list[bool] = field(default_factory=list, compare=False)
+
+    def ensure(self, ctx: FlowContext, schema: StructType) -> None:
+        self.seen.append(self.built.wait(HANDSHAKE_SECONDS))
+        super().ensure(ctx, schema)
+
+
+def _inbox(tmp_path: Path) -> FilesInput:
+    inbox = tmp_path / "lake" / "inbox"
+    inbox.mkdir(parents=True)
+    (inbox / "a.json").write_text(json.dumps({"id": "r-1", "amount": 1.0}) + "\n")
+    return FilesInput("inbox", "json", SCHEMA)
+
+
+def test_an_output_is_created_while_the_next_flow_is_built(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    inbox = _inbox(tmp_path)
+    first = AwaitedOutput("silver", "first")
+    built_at: dict[str, bool] = {}
+    p = Pipeline("overlap")
+
+    @p.flow(name="a_first", input=inbox, output=first)
+    def a_first(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    @p.flow(name="b_second", input=inbox, output=DeltaOutput("silver", "second"))
+    def b_second(ctx: Any, df: DataFrame) -> DataFrame:
+        first.built.set()
+        return df
+
+    @p.flow(name="c_downstream", input=DeltaInput("silver", "first"),
+            output=DeltaOutput("gold", "third"))  # fmt: skip
+    def c_downstream(ctx: Any, df: DataFrame) -> DataFrame:
+        lake = tmp_path / "lake"
+        built_at["first"] = (lake / "silver" / "first" / "_delta_log").is_dir()
+        built_at["second"] = (lake / "silver" / "second" / "_delta_log").is_dir()
+        return df
+
+    plan = build_plan(p, settings_for(tmp_path), spark)
+
+    assert first.seen == [True], "a_first's output was created only after b_second was built"
+    assert [f.spec.name for f in plan.flows] == ["a_first", "b_second", "c_downstream"]
+    # The level below c_downstream's was complete before it was built.
+    assert built_at == {"first": True, "second": True}
+    for layer, name in (("silver", "first"), ("silver", "second"), ("gold", "third")):
+        table = read_delta(tmp_path / "lake" / layer / name)
+        assert table.num_rows == 0
+        assert table.schema.names == ["id", "amount"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("eventlake-create")]
+
+
+def test_a_failed_creation_is_raised_after_the_others_finished(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    inbox = _inbox(tmp_path)
+    blocked = tmp_path / "lake" / "silver" / "blocked"
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("a file where the table's folder would go\n")
+    p = Pipeline("failing")
+
+    @p.flow(name="a_blocked", input=inbox, output=DeltaOutput("silver", "blocked"))
+    def a_blocked(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    @p.flow(name="b_fine", input=inbox, output=DeltaOutput("silver", "fine"))
+    def b_fine(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    with pytest.raises(EventlakeError) as raised:
+        build_plan(p, settings_for(tmp_path), spark)
+
+    assert "failing.a_blocked" in raised.value.what
+    assert "creating delta:silver/blocked" in raised.value.what
+    assert raised.value.code.startswith("EL-")
+    assert blocked.is_file()  # nothing replaced the file
+    assert read_delta(tmp_path / "lake" / "silver" / "fine").num_rows == 0
+    assert not [t for t in threading.enumerate() if t.name.startswith("eventlake-create")]
