@@ -159,6 +159,10 @@ class PlanOptions(TypedDict, total=False):
     run: RunScope | None
 
 
+#: Outputs created at once (each creation mostly waits on its Delta commit).
+CREATE_WORKERS = 4
+
+
 def build_plan(
     pipeline: Pipeline,
     settings: Settings,
@@ -179,24 +183,23 @@ def build_plan(
     configs = pipeline.configs(settings, options.get("lake_root"))
     check_flow_names(pipeline, flows)
     planned: list[PlannedFlow] = []
-    creating: dict[int, list[Future[None]]] = {}  # by level
+    creating: list[Future[None]] = []
+    level = 0
     with ThreadPoolExecutor(CREATE_WORKERS, thread_name_prefix="eventlake-create") as pool:
-        for spec, lvl, ups in dependency_order(pipeline):
-            _created(f for level, made in creating.items() if level < lvl for f in made)
+        for spec, lvl, ups in dependency_order(pipeline):  # sorted by level
+            if lvl != level:  # what was submitted so far is the levels below this one
+                _created(creating)
+                level = lvl
             flow = _build(spec, lvl, ups, configs[spec.name], spark, trigger, run, on_error)
             if flow is None:
                 continue
             planned.append(flow)
             if inspect is not None and not inspect(flow):
                 continue
-            creating.setdefault(lvl, []).append(pool.submit(_create_output, flow))
-        _created(f for made in creating.values() for f in made)
+            creating.append(pool.submit(_create_output, flow))
+        _created(creating)
     selected = tuple(flows) if flows else tuple(pipeline.flows)
     return Plan(pipeline=pipeline, flows=tuple(planned), selected=selected, run=run)
-
-
-#: Outputs created at once (each creation mostly waits on its Delta commit).
-CREATE_WORKERS = 4
 
 
 def _created(futures: Iterable[Future[None]]) -> None:
