@@ -46,6 +46,8 @@ def _both(phases: dict[str, Any], title: str, ylabel: str, out: Path,
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for name, phase in phases.items():
         for key, label in keys.items():
+            if not all(key in s for s in phase["samples"]):  # sampled since 2026-11-27
+                continue
             ys = [s[key] / MIB for s in phase["samples"]]
             ax.plot(_minutes(phase), ys, label=f"{label}, maintenance {name}",
                     linestyle="-" if name == "on" else "--")  # fmt: skip
@@ -91,6 +93,13 @@ def main() -> None:
     _both(phases, "driver memory", "MiB", out / "soak-memory.png",
           {"driver_rss_bytes": "Python RSS", "jvm_rss_bytes": "JVM RSS",
            "jvm_heap_used_bytes": "JVM heap used"})  # fmt: skip
+    _both(phases, "native memory: the JVM's outside NMT, RocksDB's, the driver's C heap", "MiB",
+          out / "soak-native.png",
+          {"jvm_untracked_bytes": "JVM RSS less NMT committed",
+           "rocksdb_cache_bytes": "RocksDB block cache (memtables charged to it)",
+           "jvm_untracked_less_rocksdb_bytes": "the same less RocksDB",
+           "driver_malloc_used_bytes": "driver C heap in use",
+           "driver_malloc_free_bytes": "driver C heap free, kept"})  # fmt: skip
     _both(
         phases,
         "checkpoints and state",

@@ -9,11 +9,15 @@ samples:
 
 - batch time p50/p99 per flow (Spark's progress events of that minute);
 - driver (Python) and JVM resident memory, and the JVM heap in use;
-- per Delta table the files and bytes its current version reads, and those on disk;
+- the JVM's memory by NMT category, what is resident outside it, and RocksDB's share of
+  that (the block cache its instances share); the driver's C heap, in use and held free;
+- per Delta table the files and bytes its current version reads, and those on disk (read
+  by delta-rs in a process of its own, so that its memory is not the driver's);
 - the checkpoints' files and bytes, and the state stores' bytes.
 
 After the run, from the tables' commit times: produce -> ``silver/orders`` latency and
-closed hour -> ``gold/revenue_hourly`` latency, per minute. The first minute after both
+closed hour -> ``gold/revenue_hourly`` latency, per minute; and what each process's C
+allocator held free, given back by a trim. The first minute after both
 pipelines are planned is warm-up and left out of every figure.
 
 ``python -m bench.soak [--minutes 30] [--only on,off]`` writes bench/results/soak.json,
@@ -25,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import gc
 import json
+import multiprocessing
 import os
 import re
 import statistics
@@ -37,6 +43,7 @@ import threading
 import time
 import tracemalloc
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -63,9 +70,11 @@ TRACEMALLOC_DIR_ENV = "EVENTLAKE_SOAK_TRACEMALLOC_DIR"
 WINDOW_MINUTES = 10
 
 
-def _rss_bytes(pid: int | str) -> int:
+def _rss_bytes(pid: int | str, kind: str = "VmRSS") -> int:
+    """Resident bytes of process ``pid``: all (``VmRSS``), anonymous (``RssAnon``) or pages
+    of mapped files (``RssFile``: libraries, the class-data archive; the kernel can drop them)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{kind}:"):
             return int(line.split()[1]) * 1024
     return 0
 
@@ -95,6 +104,60 @@ def jvm_committed(pid: int) -> dict[str, int]:
     return found
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]  # fmt: skip
+
+
+def driver_malloc() -> dict[str, int]:
+    """The driver process's C heap (glibc's ``mallinfo2``, every arena): bytes in use
+    (``uordblks`` and mmapped blocks) and bytes free but kept by the allocator
+    (``fordblks``); {} where glibc has no ``mallinfo2``. Native libraries in the driver
+    (delta-rs, librdkafka, pyarrow without its own pool) allocate here."""
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return {}
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return {"driver_malloc_used_bytes": int(info.uordblks + info.hblkhd),
+            "driver_malloc_free_bytes": int(info.fordblks)}  # fmt: skip
+
+
+def driver_arrow() -> dict[str, int]:
+    """Bytes pyarrow's default memory pool has allocated and not freed in the driver."""
+    import pyarrow as pa
+
+    return {"driver_arrow_bytes": int(pa.total_allocated_bytes())}
+
+
+TRIM_LINE = re.compile(r"RSS\+Swap: ([\d.]+)([KMG])->([\d.]+)([KMG])")
+UNIT = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def trimmed(jvm_pid: int) -> dict[str, int]:
+    """Resident bytes each process's C allocator held free and gave back when asked
+    (glibc's ``malloc_trim``: the driver's directly, the JVM's with ``jcmd PID
+    System.trim_native_heap``), and the resident bytes before. Taken once, after the last
+    sample: memory the allocators keep is not memory anything uses."""
+    found: dict[str, int] = {}
+    before = _rss_bytes("self")
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        found = {"driver_rss_bytes": before, "driver_freed_bytes": before - _rss_bytes("self")}
+    try:
+        out = subprocess.run(["jcmd", str(jvm_pid), "System.trim_native_heap"],
+                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return found
+    if m := TRIM_LINE.search(out):  # HotSpot prints each in K, M or G
+        a = int(float(m.group(1)) * UNIT[m.group(2)])
+        b = int(float(m.group(3)) * UNIT[m.group(4)])
+        found |= {"jvm_rss_bytes": a, "jvm_freed_bytes": a - b}
+    return found
+
+
 def _tree(path: Path) -> tuple[int, int]:
     """(files, bytes) under ``path``."""
     files = size = 0
@@ -120,6 +183,17 @@ def _table_sample(path: Path) -> dict[str, int]:
     log_files, _ = _tree(path / "_delta_log")
     return {"version": table.version(), "files": len(sizes), "bytes": sum(sizes),
             "disk_files": len(data), "disk_bytes": disk_bytes, "log_files": log_files}  # fmt: skip
+
+
+def table_samples(lake: Path) -> dict[str, dict[str, int]]:
+    """:func:`_table_sample` of every table under ``lake``, by its path in the lake."""
+    tables: dict[str, dict[str, int]] = {}
+    for path in _tables(lake):
+        try:
+            tables[str(path.relative_to(lake))] = _table_sample(path)
+        except Exception as e:  # a table being created; its next sample counts
+            print(f"[soak] {path}: {e}", file=sys.stderr, flush=True)
+    return tables
 
 
 def compactions(lake: Path) -> dict[str, dict[str, int]]:
@@ -153,6 +227,15 @@ class Sampler(threading.Thread):
         self.buffer_pools = list(
             jvm.java.lang.management.ManagementFactory.getPlatformMXBeans(pool_class)
         )
+        state = jvm.org.apache.spark.sql.execution.streaming.state
+        self.rocksdb_manager = state.RocksDBMemoryManager
+        module = jvm.java.lang.Class.forName(
+            "org.apache.spark.sql.execution.streaming.state.RocksDBMemoryManager$"
+        )
+        self.rocksdb_cache_field = module.getDeclaredField("cache")
+        self.rocksdb_cache_field.setAccessible(True)
+        # delta-rs reads the tables in a process of its own: its memory is not the driver's.
+        self._reader = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         self.samples: list[dict[str, Any]] = []
         self.done = threading.Event()
         self._lock = threading.Lock()
@@ -177,25 +260,35 @@ class Sampler(threading.Thread):
                 found[f"jvm_{name}_buffer_count"] = int(pool.getCount())
         return found
 
+    def rocksdb(self) -> dict[str, int]:
+        """RocksDB's native memory, which NMT does not see: the block cache all instances
+        share under ``boundedMemoryUsage`` (their memtables are charged to it), and what
+        Spark's memory manager adds up over its instances."""
+        found = {"rocksdb_instances": int(self.rocksdb_manager.getNumRocksDBInstances(True)),
+                 "rocksdb_reported_bytes": int(self.rocksdb_manager.getMemBytesUsed())}  # fmt: skip
+        cache = self.rocksdb_cache_field.get(None)  # created with the first instance
+        found["rocksdb_cache_bytes"] = int(cache.getUsage()) if cache is not None else 0
+        found["rocksdb_pinned_bytes"] = int(cache.getPinnedUsage()) if cache is not None else 0
+        return found
+
     def run(self) -> None:
         minute = 0
-        while not self.done.wait(max(0.0, self.since + (minute + 1) * SAMPLE_SECONDS
-                                     - time.time())):  # fmt: skip
-            minute += 1
-            self.sample(minute)
+        with self._reader:
+            while not self.done.wait(max(0.0, self.since + (minute + 1) * SAMPLE_SECONDS
+                                         - time.time())):  # fmt: skip
+                minute += 1
+                self.sample(minute)
 
     def sample(self, minute: int) -> None:
         with self._lock:
             batches, self._batches = self._batches, defaultdict(list)
         rt = self.runtime
         checkpoint_files, checkpoint_bytes = _tree(self.checkpoints)
-        tables: dict[str, dict[str, int]] = {}
-        for path in _tables(self.lake):
-            try:
-                tables[str(path.relative_to(self.lake))] = _table_sample(path)
-            except Exception as e:  # a table being created; its next sample counts
-                print(f"[soak] {path}: {e}", file=sys.stderr, flush=True)
+        tables = self._reader.submit(table_samples, self.lake).result(timeout=300)
         committed = jvm_committed(self.jvm_pid)
+        jvm_rss = _rss_bytes(self.jvm_pid)
+        untracked = jvm_rss - committed.get("Total", jvm_rss)
+        rocksdb = self.rocksdb()
         s = {
             "minute": minute,
             "at": time.time(),
@@ -210,13 +303,23 @@ class Sampler(threading.Thread):
                 if v
             },
             "driver_rss_bytes": _rss_bytes("self"),
+            "driver_rss_anon_bytes": _rss_bytes("self", "RssAnon"),
+            "driver_rss_file_bytes": _rss_bytes("self", "RssFile"),
             # Python's own objects: a leak of them grows these with the RSS.
             "driver_allocated_blocks": sys.getallocatedblocks(),
             "driver_gc_objects": len(gc.get_objects()),
-            "jvm_rss_bytes": _rss_bytes(self.jvm_pid),
+            **driver_malloc(),
+            **driver_arrow(),
+            "jvm_rss_bytes": jvm_rss,
+            "jvm_rss_anon_bytes": _rss_bytes(self.jvm_pid, "RssAnon"),
+            "jvm_rss_file_bytes": _rss_bytes(self.jvm_pid, "RssFile"),
             "jvm_heap_used_bytes": int(rt.totalMemory()) - int(rt.freeMemory()),
             "jvm_committed_bytes": committed.get("Total", 0),
             "jvm_committed": committed,
+            # Resident memory NMT does not account for, and the same less RocksDB's cache.
+            "jvm_untracked_bytes": untracked,
+            "jvm_untracked_less_rocksdb_bytes": untracked - rocksdb["rocksdb_cache_bytes"],
+            **rocksdb,
             **self.nio_buffers(),
             "tables": tables,
             "checkpoint_files": checkpoint_files,
@@ -380,6 +483,7 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
         p.join()
     sampler.done.set()
     sampler.join()
+    trim = trimmed(sampler.jvm_pid)
     found = spark._jsc.sc().getAllPools()  # under FAIR, a pool per query; FIFO has none
     pools = sorted(str(found.apply(i).name()) for i in range(found.size()))
     stop.set()
@@ -393,7 +497,7 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
     flows = {name: t.batches for name, t in listeners[0].snapshot().items()}
     return {"maintenance": maintenance, "minutes": minutes, "orders_per_second": rate,
             "changes_per_second": cdc_rate, "samples": sampler.samples, "latency": latency,
-            "batches": flows, "scheduler_pools": pools,
+            "batches": flows, "scheduler_pools": pools, "trimmed_at_end": trim,
             "compactions": compactions(settings.lake.root.path)}  # fmt: skip
 
 
@@ -443,9 +547,13 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
                         minutes, [s[key] / 2**20 for s in samples]), 1),
                     "second_half_mib_per_hour": round(_slope_per_hour(
                         minutes[half:], [s[key] / 2**20 for s in samples[half:]]), 1)}
-              for key in ("driver_rss_bytes", "jvm_rss_bytes", "jvm_heap_used_bytes",
-                          "jvm_committed_bytes", "jvm_direct_buffer_bytes", "checkpoint_bytes",
-                          "state_bytes")
+              for key in ("driver_rss_bytes", "driver_rss_anon_bytes", "driver_rss_file_bytes",
+                          "driver_malloc_used_bytes",
+                          "driver_malloc_free_bytes", "driver_arrow_bytes", "jvm_rss_bytes",
+                          "jvm_rss_anon_bytes", "jvm_rss_file_bytes",
+                          "jvm_heap_used_bytes", "jvm_committed_bytes", "jvm_untracked_bytes",
+                          "rocksdb_cache_bytes", "jvm_untracked_less_rocksdb_bytes",
+                          "jvm_direct_buffer_bytes", "checkpoint_bytes", "state_bytes")
               if all(key in s for s in samples)}  # fmt: skip
     return {"batch_p99": p99, "files": files, "memory": memory,
             "jvm_committed_growth": _committed_growth(first, last)}  # fmt: skip
@@ -556,6 +664,14 @@ def markdown(results: dict[str, Any]) -> str:
         if growth:
             lines.append("\nJVM committed memory by category (NMT), last 10 min against the first"
                          f" (MiB): {', '.join(growth)}.")  # fmt: skip
+        if t := phase.get("trimmed_at_end"):
+            lines.append(
+                "\nAfter the last sample the C allocators gave back what they held free: the "
+                f"driver {t.get('driver_freed_bytes', 0) / 2**20:.1f} of "
+                f"{t.get('driver_rss_bytes', 0) / 2**20:.1f} MiB resident, the JVM "
+                f"{t.get('jvm_freed_bytes', 0) / 2**20:.1f} of "
+                f"{t.get('jvm_rss_bytes', 0) / 2**20:.1f} MiB."
+            )
         for hop, label in (("silver", "produce -> silver/orders"),
                            ("gold", "closed hour -> gold/revenue_hourly")):  # fmt: skip
             per = phase["latency"][hop]
