@@ -111,6 +111,9 @@ class SparkSettings(_Section):
     #: Start the driver JVM with the class-data archive ``eventlake jars fetch`` built
     #: (seconds off its start and its first Delta and Kafka operations) when there is one.
     class_archive: bool = True
+    #: Every this many seconds the driver JVM hands the C heap's free memory back to the
+    #: system (HotSpot's periodic native trim, where its Java has it); 0 turns it off.
+    native_trim_seconds: float = Field(default=60, ge=0)
     # Applied last, so any Spark setting eventlake chooses can be overridden here.
     conf: dict[str, str] = Field(default_factory=dict)
 

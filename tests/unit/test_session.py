@@ -16,6 +16,7 @@ from eventlake.session import (
     ROCKSDB_PROVIDER,
     effective_conf,
     local_cores,
+    native_trim_option,
     spark_conf,
     with_task_attempts,
 )
@@ -150,3 +151,21 @@ def test_a_log_file_that_cannot_be_written_costs_one_line_not_a_traceback_per_re
     assert err.count("cannot write its log file /dev/full") == 1
     assert "No space left on device" in err
     assert "Traceback" not in err
+
+
+def test_the_jvm_trims_its_c_heap_where_its_java_knows_how(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This machine's Java (17.0.15) knows the option; an older one would refuse to start.
+    assert native_trim_option(60) == "-XX:TrimNativeHeapInterval=60000"
+    assert native_trim_option(2.5) == "-XX:TrimNativeHeapInterval=2500"
+    assert native_trim_option(0) is None
+    old = tmp_path / "old-java"
+    (old / "bin").mkdir(parents=True)
+    java = old / "bin" / "java"  # as a JDK without it answers: unrecognized, exit 1
+    java.write_text(
+        "#!/bin/sh\necho 'Unrecognized VM option TrimNativeHeapInterval=60000' >&2\nexit 1\n"
+    )
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(old))
+    assert native_trim_option(60) is None
