@@ -66,7 +66,7 @@ CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
 CODEGEN_CACHE_DEFAULT = "2000"
 #: glibc's malloc keeps what native code frees (RocksDB's blocks and memtables, the
 #: compression codecs' buffers, the JIT's arenas) for reuse, and gives little of it back:
-#: a long run's JVM grew by what it held free, 27-38 MB each minute in the soak. HotSpot
+#: in the soak it held 18-63 MB of the JVM's freed memory at any time. HotSpot
 #: (17.0.9+, 21.0.1+, 22+, on Linux) trims it every interval on a thread of its own.
 NATIVE_TRIM_OPTION = "-XX:TrimNativeHeapInterval="
 #: The ``file:`` filesystem of Hadoop's FileContext API, through which Delta writes its
@@ -156,8 +156,10 @@ def native_trim_option(seconds: float) -> str | None:
     """The driver JVM's option to trim its C heap every ``seconds``; None when 0, off
     Linux, or when its Java does not know the option (asked: ``java OPTION -version``,
     about 30 ms), since an unknown ``-XX`` option stops a JVM from starting."""
+    if seconds <= 0 or not sys.platform.startswith("linux"):
+        return None
     java = java_binary()
-    if seconds <= 0 or not sys.platform.startswith("linux") or java is None:
+    if java is None:
         return None
     option = f"{NATIVE_TRIM_OPTION}{round(seconds * 1000)}"
     try:
