@@ -29,7 +29,7 @@ from eventlake.cluster.standalone import (
 )
 from eventlake.config import Settings, SparkSettings
 from eventlake.errors import ErrorCode, EventlakeError, translate
-from eventlake.jars import SPARK_JARS, jar_files
+from eventlake.jvm_code import spark_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -84,7 +84,7 @@ def _log4j_config() -> str:
 
 def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str, str]:
     """The full Spark configuration eventlake starts a session with."""
-    jars = jar_files(SPARK_JARS) if jars is None else jars
+    jars = spark_jars() if jars is None else jars
     conf: dict[str, str] = {
         "spark.master": with_task_attempts(spark.master, spark.task_attempts),
         "spark.app.name": spark.app_name,
@@ -428,7 +428,7 @@ def get_spark(settings: Settings | None = None, *, java_options: str | None = No
             submitted = submitted_conf()
             jars = None
             if not (submitted or {}).get("spark.jars"):
-                jars = jar_files(SPARK_JARS, repository=settings.jars.repository)
+                jars = spark_jars(repository=settings.jars.repository)
             conf = effective_conf(settings.spark, submitted, jars)
             if submitted is None:
                 if java_options is None and settings.spark.class_archive and jars:

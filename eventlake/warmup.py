@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from eventlake.class_archive import archive_path, prune
 from eventlake.config import Settings
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.jars import SPARK_JARS, jar_files
+from eventlake.jvm_code import spark_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -45,7 +45,7 @@ def build_class_archive(settings: Settings, *, force: bool = False) -> ArchiveBu
     """The class-data archive for this Java, pyspark and Spark jar set, built unless it
     exists (or with ``force``); None without a Java. EL-JARS-003 when the build fails (its
     output is in ``class-archive.log`` beside the archives)."""
-    jars = jar_files(SPARK_JARS, repository=settings.jars.repository)
+    jars = spark_jars(repository=settings.jars.repository)
     target = archive_path(jars)
     if target is None:
         return None

@@ -22,6 +22,7 @@ from eventlake.jars import (
     missing,
     repository_url,
 )
+from eventlake.jvm_code import own_jar
 from eventlake.secrets import mask_text
 from eventlake.warmup import build_class_archive
 
@@ -72,8 +73,10 @@ def fetch_jars(
     count = sum(len(locked_sets()[k]) for k in kinds)
     typer.echo(f"{', '.join(kinds)}: {count} jars in {cache_dir()} "
                f"({len(needed)} downloaded, {count - len(needed)} already there)")  # fmt: skip
-    if SPARK_JARS in kinds and class_archive:
-        _class_archive(state, console)
+    if SPARK_JARS in kinds:
+        typer.echo(f"eventlake's own classes: {own_jar()}")
+        if class_archive:
+            _class_archive(state, console)
 
 
 def _class_archive(state: CliState, console: Console) -> None:
@@ -103,4 +106,6 @@ def jars_path(
     repository = state.settings().jars.repository
     kinds = sets or [SPARK_JARS]
     paths = [str(p) for kind in kinds for p in jar_files(kind, repository=repository)]
+    if SPARK_JARS in kinds:
+        paths.append(str(own_jar()))
     typer.echo(separator.join(dict.fromkeys(paths)))

@@ -14,11 +14,11 @@ from eventlake.jars import (
     REPOSITORY_ENV,
     SPARK_JARS,
     cache_dir,
-    jar_files,
     locked,
     missing,
     repository_url,
 )
+from eventlake.jvm_code import own_jar_path, spark_jars
 from eventlake.secrets import mask_text
 
 #: Jars worth naming: what Spark loads by path, and the broker's Kafka.
@@ -56,7 +56,8 @@ def stack() -> list[tuple[str, str]]:
     for kind, count in lacking.items():
         state = "cached" if not count else f"{count} to download on first use"
         rows.append((f"jars ({kind})", f"{len(locked(kind))} locked, {state}"))
-    archive = None if lacking[SPARK_JARS] else archive_path(jar_files(SPARK_JARS))
+    ready = not lacking[SPARK_JARS] and own_jar_path().is_file()
+    archive = archive_path(spark_jars()) if ready else None
     if archive is not None and archive.is_file():
         rows.append(("class archive", f"{archive} ({archive.stat().st_size / 1e6:.0f} MB)"))
     else:

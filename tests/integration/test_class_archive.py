@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from eventlake.class_archive import archive_path
-from eventlake.jars import SPARK_JARS, cache_dir, jar_files
+from eventlake.jars import cache_dir
+from eventlake.jvm_code import own_jar, spark_jars
 from tests.integration.cli_helpers import run_cli
 
 pytestmark = pytest.mark.integration
@@ -56,9 +57,10 @@ def test_jars_fetch_records_the_archive_and_a_driver_maps_it(tmp_path: Path) -> 
     # Built here unless `make jars` (the same command) built it for these jars already.
     fetched = run_cli("jars", "fetch", "--set", "spark")
     assert fetched.returncode == 0, fetched.stderr
-    archive = archive_path(jar_files(SPARK_JARS))
+    archive = archive_path(spark_jars())
     assert archive is not None
     assert f"class archive: {archive} (" in fetched.stdout
+    assert f"eventlake's own classes: {own_jar()}" in fetched.stdout
     assert archive.stat().st_size > 50_000_000
     again = run_cli("jars", "fetch", "--set", "spark")
     assert again.stdout.splitlines()[-1].endswith("already there)")

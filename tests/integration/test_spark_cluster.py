@@ -24,7 +24,7 @@ from eventlake.cluster.standalone import UI_PORT_CONF, spark_home
 from eventlake.config import PostgresSettings
 from eventlake.generator import CdcConfig, CdcGenerator, send
 from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
-from eventlake.jars import SPARK_JARS, jar_files
+from eventlake.jvm_code import spark_jars
 from eventlake.kafka import produce
 from eventlake.testing import (
     read_delta,
@@ -225,7 +225,7 @@ def test_spark_submit_runs_the_cli_on_the_cluster(
     config.write_text(yaml.safe_dump(raw))
     entry = run_cli("submit-file")
     assert entry.returncode == 0, entry.stderr
-    jars = ",".join(str(j) for j in jar_files(SPARK_JARS))
+    jars = ",".join(str(j) for j in spark_jars())
     before = applications(spark_cluster)
     submitted = subprocess.run(
         [str(spark_home() / "bin" / "spark-submit"), "--master", spark_cluster.master_url,

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("errors",),
     ("paths",),
     ("durations", "storage", "processes", "state", "jars", "class_archive"),
-    ("triggers", "kafka"),
+    ("triggers", "kafka", "jvm_code"),
     ("config",),
     ("postgres", "checkpoints", "generator"),
     ("monitoring", "watermarks"),

@@ -1,0 +1,98 @@
+"""eventlake's own JVM classes: Java sources shipped in the package (``resources/java``),
+compiled once into a jar in the jar cache and given to Spark with the locked jars.
+
+The compiler is Janino, which pyspark ships (Spark generates code with it), run by the
+same ``java`` as Spark: a JRE is enough, no JDK or build step. The jar's folder is named
+by a digest of the sources and pyspark's version, so an upgrade of either compiles anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+from eventlake.class_archive import java_binary
+from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.jars import SPARK_JARS, cache_dir, jar_files
+
+JAR_NAME = "eventlake-jvm.jar"
+#: A public main of commons-compiler that compiles like javac (``-d``, ``-classpath``).
+COMPILER_MAIN = "org.codehaus.commons.compiler.samples.CompilerDemo"
+_MANIFEST = b"Manifest-Version: 1.0\r\nCreated-By: eventlake\r\n\r\n"
+
+
+def _sources() -> dict[str, bytes]:
+    folder = resources.files("eventlake.resources").joinpath("java")
+    return {f.name: f.read_bytes() for f in folder.iterdir() if f.name.endswith(".java")}
+
+
+def _pyspark_jars() -> tuple[str, list[Path]]:
+    import pyspark
+
+    folder = Path(pyspark.__file__).parent / "jars"
+    return pyspark.__version__, sorted(folder.glob("*.jar"))
+
+
+def own_jar_path() -> Path:
+    """Where eventlake's jar for these sources and this pyspark is (or will be) cached."""
+    sources = _sources()
+    digest = hashlib.sha256(_pyspark_jars()[0].encode())
+    for name in sorted(sources):
+        digest.update(name.encode() + b"\0" + sources[name])
+    return cache_dir() / "eventlake" / digest.hexdigest()[:16] / JAR_NAME
+
+
+def own_jar() -> Path:
+    """eventlake's jar, compiled first when the cache lacks it (about 1.5 s, once)."""
+    target = own_jar_path()
+    if target.is_file():
+        return target
+    java = java_binary()
+    if java is None:
+        raise EventlakeError(
+            ErrorCode.JAVA_MISSING,
+            "no java found to compile eventlake's JVM classes.",
+            expected="JAVA_HOME set, or java on PATH (the one Spark runs)",
+            fix="install Java 17 or 21 and set JAVA_HOME",
+        )
+    sources = _sources()
+    classpath = _pyspark_jars()[1]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".compile-", dir=target.parent) as tmp:
+        work = Path(tmp)
+        files = []
+        for name, text in sources.items():
+            (work / name).write_bytes(text)
+            files.append(str(work / name))
+        out = work / "classes"
+        out.mkdir()
+        cp = os.pathsep.join(str(j) for j in classpath)
+        done = subprocess.run(
+            [str(java), "-cp", cp, COMPILER_MAIN, "-d", str(out), "-classpath", cp, *files],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        classes = sorted(out.rglob("*.class"))
+        if done.returncode != 0 or not classes:
+            message = (done.stderr or done.stdout).strip()[-2000:]
+            raise EventlakeError(
+                ErrorCode.JVM_CODE_FAILED,
+                f"compiling eventlake's JVM classes with {java} failed: {message}",
+            )
+        jar = work / JAR_NAME
+        with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("META-INF/MANIFEST.MF", _MANIFEST)
+            for path in classes:
+                z.write(path, path.relative_to(out).as_posix())
+        # Two processes compiling at once write the same jar; the rename is atomic.
+        os.replace(jar, target)
+    return target
+
+
+def spark_jars(*, repository: str | None = None) -> list[Path]:
+    """What eventlake gives Spark: the locked ``spark`` jars and eventlake's own."""
+    return [*jar_files(SPARK_JARS, repository=repository), own_jar()]
