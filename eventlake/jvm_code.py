@@ -23,6 +23,8 @@ from eventlake.jars import SPARK_JARS, cache_dir, jar_files
 JAR_NAME = "eventlake-jvm.jar"
 #: A public main of commons-compiler that compiles like javac (``-d``, ``-classpath``).
 COMPILER_MAIN = "org.codehaus.commons.compiler.samples.CompilerDemo"
+#: Seconds: the compile takes about 1.5 s on 2 cores.
+COMPILE_TIMEOUT = 300
 _MANIFEST = b"Manifest-Version: 1.0\r\nCreated-By: eventlake\r\n\r\n"
 
 
@@ -72,13 +74,17 @@ def own_jar() -> Path:
         out = work / "classes"
         out.mkdir()
         cp = os.pathsep.join(str(j) for j in classpath)
-        done = subprocess.run(
-            [str(java), "-cp", cp, COMPILER_MAIN, "-d", str(out), "-classpath", cp, *files],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        classes = sorted(out.rglob("*.class"))
-        if done.returncode != 0 or not classes:
+        try:
+            done = subprocess.run(
+                [str(java), "-cp", cp, COMPILER_MAIN, "-d", str(out), "-classpath", cp, *files],
+                capture_output=True, text=True, check=False, timeout=COMPILE_TIMEOUT,
+            )  # fmt: skip
             message = (done.stderr or done.stdout).strip()[-2000:]
+            failed = done.returncode != 0
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            message, failed = str(exc), True
+        classes = sorted(out.rglob("*.class"))
+        if failed or not classes:
             raise EventlakeError(
                 ErrorCode.JVM_CODE_FAILED,
                 f"compiling eventlake's JVM classes with {java} failed: {message}",

@@ -10,7 +10,6 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.functions;
 import org.apache.spark.sql.streaming.ExpiredTimerInfo;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessor;
@@ -21,6 +20,18 @@ import org.apache.spark.sql.streaming.ValueState;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
+/**
+ * dropDuplicatesWithinWatermark's rows, with each key's expiry an event-time timer.
+ *
+ * <p>A key's first row is emitted and its expiry (the row's event time, rounded up to the
+ * millisecond, plus the watermark's delay) kept in state with a timer; its later rows are
+ * dropped until the watermark reaches the expiry and the timer clears the state. Spark
+ * drops late rows before they get here. A row without an event time expires at once, as
+ * in Spark (its time counts as 0).
+ *
+ * <p>Compiled by Janino (eventlake/jvm_code.py), which reads generics but does not check
+ * them: raw types and casts, no lambdas.
+ */
 public final class FirstWithinWatermark extends StatefulProcessor {
     private final int timeIndex;
     private final long delayMs;
@@ -51,6 +62,7 @@ public final class FirstWithinWatermark extends StatefulProcessor {
         return scala.collection.Iterator$.MODULE$.empty();
     }
 
+    /** A timestamp's epoch milliseconds, rounded up (Spark's expiry is in microseconds). */
     static long ceilMillis(Object time) {
         long seconds;
         long nanos;
@@ -73,6 +85,7 @@ public final class FirstWithinWatermark extends StatefulProcessor {
         return seconds * 1000L + (micros + 999L) / 1000L;
     }
 
+    /** {@code df} grouped by {@code keys}, each group's first row within the watermark. */
     public static Dataset apply(Dataset df, List keys, String eventTime, long delayMs) {
         StructType schema = df.schema();
         Column[] columns = new Column[keys.size()];
