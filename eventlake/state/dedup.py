@@ -61,6 +61,15 @@ def drop_duplicates_within_watermark(df: DataFrame, keys: Sequence[str]) -> Data
         )
     from pyspark.sql import DataFrame
 
+    if not df.isStreaming:
+        raise EventlakeError(
+            ErrorCode.PIPELINE_INVALID,
+            "drop_duplicates_within_watermark got a batch frame: its timers and watermark "
+            "exist on streams only (`eventlake verify` refuses such a flow, as it refuses "
+            "Spark's dropDuplicatesWithinWatermark).",
+            expected="a streaming frame with a watermark",
+            fix="de-duplicate a batch frame with df.dropDuplicates(keys)",
+        )
     missing = [k for k in keys if k not in df.columns]
     if missing:
         raise EventlakeError(

@@ -1,5 +1,7 @@
 """The user module test_spark_cluster.py runs on a cluster with ``--module``: a Python UDF
-defined here, which executors can only unpickle once this file is shipped to them."""
+defined here, which executors can only unpickle once this file is shipped to them, and
+eventlake's JVM de-duplication, whose class executors load from the jar eventlake gives
+Spark."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pyspark.sql import functions as F
 from eventlake.connectors import DeltaOutput, KafkaInput
 from eventlake.context import FlowContext
 from eventlake.pipelines import Pipeline
+from eventlake.state import drop_duplicates_within_watermark
 
 shipped = Pipeline("shipped")
 
@@ -36,3 +39,11 @@ def shouted(ctx: FlowContext, df: DataFrame) -> DataFrame:
     origin = F.udf(lambda _: where_it_ran(), "string")
     value = F.col("value").cast("string")
     return df.select("offset", shouted(value).alias("shouted"), origin(value).alias("origin"))
+
+
+@shipped.flow(input=KafkaInput(), output=DeltaOutput("silver", "first_values"))
+def first_values(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Each value's first record within an hour of Kafka time."""
+    records = df.select(F.col("value").cast("string").alias("value"), "offset", "timestamp")
+    watermarked = ctx.with_watermark(records, "timestamp", "1 hour")
+    return drop_duplicates_within_watermark(watermarked, ["value"])

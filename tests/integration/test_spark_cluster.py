@@ -215,9 +215,10 @@ def test_spark_submit_runs_the_cli_on_the_cluster(
 ) -> None:
     """spark-submit's --master and --jars win over the config (which names no master:
     eventlake's default is local[*]); a --module UDF runs on executors whose Python lacks
-    eventlake, from the zip eventlake shipped."""
+    eventlake, from the zip eventlake shipped; eventlake's JVM processor, from its jar in
+    --jars."""
     topic = make_topic(partitions=2, prefix="submitted")
-    values = [f"submitted-{i}" for i in range(30)]
+    values = [f"submitted-{i % 20}" for i in range(30)]  # 10 repeated
     produce(bootstrap, topic, [(None, v) for v in values])
     config = write_config(tmp_path / "el.yaml", bootstrap, tmp_path, shipped={"topic": topic})
     raw = yaml.safe_load(config.read_text())
@@ -242,6 +243,9 @@ def test_spark_submit_runs_the_cli_on_the_cluster(
     assert_shouted_on_executors(tmp_path / "lake", values, app, executor_python)
     checkpoint = tmp_path / "checkpoints" / "shipped" / "shouted"
     assert shuffle_partitions(checkpoint) == 2
+    # The executors ran eventlake's de-duplication processor from its jar: each value once.
+    first = read_delta(tmp_path / "lake" / "silver" / "first_values").to_pylist()
+    assert sorted(r["value"] for r in first) == sorted(set(values))
 
 
 def test_users_cdc_on_the_cluster_matches_the_independent_computation(

@@ -126,7 +126,7 @@ def test_keeps_every_column_and_groups_by_several_keys(spark: SparkSession, tmp_
     assert {r.n for r in kept if (r.user, r.session) == ("u1", "s1")} <= {1, 3}
 
 
-def test_refuses_a_frame_without_one_watermark(spark: SparkSession) -> None:
+def test_refuses_a_batch_frame_or_one_without_one_watermark(spark: SparkSession) -> None:
     df: DataFrame = spark.readStream.format("rate").load()
     with pytest.raises(EventlakeError) as caught:
         drop_duplicates_within_watermark(df, ["value"])
@@ -135,3 +135,6 @@ def test_refuses_a_frame_without_one_watermark(spark: SparkSession) -> None:
     with pytest.raises(EventlakeError) as caught:
         drop_duplicates_within_watermark(df.withWatermark("timestamp", "1 minute"), ["nope"])
     assert "no column nope" in str(caught.value)
+    with pytest.raises(EventlakeError) as caught:
+        drop_duplicates_within_watermark(spark.range(3).selectExpr("id", "now() as ts"), ["id"])
+    assert "batch frame" in str(caught.value)
