@@ -252,7 +252,8 @@ def write_results(r: dict[str, Any]) -> None:
 
     r = {"machine": machine(), "at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **r}
     (RESULTS / "state-growth.json").write_text(json.dumps(r, indent=1) + "\n")
-    text = [markdown(r)[0], "", machine_line(r), *markdown(r)[1:]]
+    title, *section = markdown(r)
+    text = [title, "", machine_line(r), *section]
     (RESULTS / "state-growth.md").write_text("\n".join(text) + "\n")
 
 

@@ -33,25 +33,30 @@ def _sources() -> dict[str, bytes]:
     return {f.name: f.read_bytes() for f in folder.iterdir() if f.name.endswith(".java")}
 
 
-def _pyspark_jars() -> tuple[str, list[Path]]:
+def _pyspark() -> tuple[str, Path]:
+    """pyspark's version and its jars folder."""
     import pyspark
 
-    folder = Path(pyspark.__file__).parent / "jars"
-    return pyspark.__version__, sorted(folder.glob("*.jar"))
+    return pyspark.__version__, Path(pyspark.__file__).parent / "jars"
 
 
-def own_jar_path() -> Path:
-    """Where eventlake's jar for these sources and this pyspark is (or will be) cached."""
-    sources = _sources()
-    digest = hashlib.sha256(_pyspark_jars()[0].encode())
+def _jar_path(sources: dict[str, bytes], version: str) -> Path:
+    digest = hashlib.sha256(version.encode())
     for name in sorted(sources):
         digest.update(name.encode() + b"\0" + sources[name])
     return cache_dir() / "eventlake" / digest.hexdigest()[:16] / JAR_NAME
 
 
+def own_jar_path() -> Path:
+    """Where eventlake's jar for these sources and this pyspark is (or will be) cached."""
+    return _jar_path(_sources(), _pyspark()[0])
+
+
 def own_jar() -> Path:
     """eventlake's jar, compiled first when the cache lacks it (about 1.5 s, once)."""
-    target = own_jar_path()
+    sources = _sources()
+    version, jars = _pyspark()
+    target = _jar_path(sources, version)
     if target.is_file():
         return target
     java = java_binary()
@@ -62,8 +67,6 @@ def own_jar() -> Path:
             expected="JAVA_HOME set, or java on PATH (the one Spark runs)",
             fix="install Java 17 or 21 and set JAVA_HOME",
         )
-    sources = _sources()
-    classpath = _pyspark_jars()[1]
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".compile-", dir=target.parent) as tmp:
         work = Path(tmp)
@@ -73,7 +76,7 @@ def own_jar() -> Path:
             files.append(str(work / name))
         out = work / "classes"
         out.mkdir()
-        cp = os.pathsep.join(str(j) for j in classpath)
+        cp = os.pathsep.join(str(j) for j in sorted(jars.glob("*.jar")))
         try:
             done = subprocess.run(
                 [str(java), "-cp", cp, COMPILER_MAIN, "-d", str(out), "-classpath", cp, *files],

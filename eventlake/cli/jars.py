@@ -22,7 +22,7 @@ from eventlake.jars import (
     missing,
     repository_url,
 )
-from eventlake.jvm_code import own_jar
+from eventlake.jvm_code import own_jar, spark_jars
 from eventlake.secrets import mask_text
 from eventlake.warmup import build_class_archive
 
@@ -105,7 +105,13 @@ def jars_path(
     state: CliState = ctx.obj
     repository = state.settings().jars.repository
     kinds = sets or [SPARK_JARS]
-    paths = [str(p) for kind in kinds for p in jar_files(kind, repository=repository)]
-    if SPARK_JARS in kinds:
-        paths.append(str(own_jar()))
+    paths = [
+        str(p)
+        for kind in kinds
+        for p in (
+            spark_jars(repository=repository)
+            if kind == SPARK_JARS
+            else jar_files(kind, repository=repository)
+        )
+    ]
     typer.echo(separator.join(dict.fromkeys(paths)))

@@ -2,17 +2,19 @@
 
 Spark's ``dropDuplicatesWithinWatermark`` finds expired keys by reading every key in
 its state store at every batch whose watermark moved, so its batches slow down as the
-state grows (with 10 million keys in RocksDB a batch of 10,000 rows took 3.7x as long as
-with 100,000). :func:`drop_duplicates_within_watermark` keeps the same rows with a JVM
-``transformWithState`` processor (``resources/java/FirstWithinWatermark.java``): each
-key's expiry is a timer, and Spark finds the expired timers with a range scan of its timer
-index, so a batch reads only the keys it receives and the keys that expire.
+state grows (with 10 million keys in RocksDB a batch of 10,000 rows took 4.95x as long
+as with 100,000: ``bench/results/state-growth.md``). :func:`drop_duplicates_within_watermark`
+keeps the same rows with a JVM ``transformWithState`` processor
+(``resources/java/FirstWithinWatermark.java``): each key's expiry is a timer, and Spark
+finds the expired timers with a range scan of its timer index, so a batch reads only the
+keys it receives and the keys that expire.
 
 The rows kept are Spark's: a key's first row (any of them, when one batch has several)
 is kept, and its later rows are dropped until the watermark reaches the first row's
 event time plus the watermark's delay; rows behind the previous batch's watermark are
 dropped as late. The state lives in the flow's checkpoint like Spark's own, in RocksDB
-column families; a checkpoint started with one operator cannot change to the other.
+column families; switching between the two operators needs a new checkpoint, as any
+change of a stateful operator does.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 #: The column metadata Spark's ``withWatermark`` sets on its event-time column.
 WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"
+#: The JVM class :func:`drop_duplicates_within_watermark` calls (its jar: ``jvm_code``).
 PROCESSOR_CLASS = "eventlake.state.FirstWithinWatermark"
 
 
@@ -82,9 +85,7 @@ def drop_duplicates_within_watermark(df: DataFrame, keys: Sequence[str]) -> Data
     spark = df.sparkSession
     jvm = spark._jvm
     assert jvm is not None
-    processor = jvm
-    for part in PROCESSOR_CLASS.split("."):
-        processor = getattr(processor, part)
+    processor = jvm.eventlake.state.FirstWithinWatermark
     from py4j.java_gateway import JavaClass
 
     if not isinstance(processor, JavaClass):
