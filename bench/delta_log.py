@@ -1,14 +1,17 @@
 """What a long ``_delta_log`` costs Spark's Delta operations on a local filesystem.
 
-Every Delta operation of Spark on a local (or HDFS) table lists the whole ``_delta_log``
-folder: the filesystem has no listing from a name, and Hadoop's local listing looks up
-each file. On a local filesystem each commit leaves four files there (the commit, Delta's
-checksum and Hadoop's hidden checksum of each) for as long as the log retention keeps it.
+Every Delta operation of Spark on a local (or HDFS) table lists ``_delta_log`` from a
+version: the filesystem has no listing from a name. Delta's log store lists the whole folder
+and Hadoop's local listing looks up each file; eventlake's (``ListByNameLogStore``) reads
+the names and looks up the newest only. On a local filesystem each commit leaves three
+files there (the commit, Delta's checksum and Hadoop's hidden checksum of it; four with
+Hadoop's default FileContext) for as long as the log retention keeps it.
 
 For each count of older commits the table's log is given (a real table whose newest
 version is a checkpoint at that version, preceded by that many commits' files: Spark lists
 them and reads none, as with any commit older than the newest checkpoint), this times a
-batch read (``count()``) and a one-row append, :data:`ROUNDS` times each, in one session.
+batch read (``count()``) and a one-row append, :data:`ROUNDS` times each, in one session
+per log store.
 
 ``python -m bench.delta_log`` writes ``bench/results/delta-log.{json,md}``.
 """
@@ -26,12 +29,13 @@ from typing import Any
 
 from bench.fresh import in_fresh_process
 from bench.run import machine, machine_line, write_results
-from eventlake.session import LOCAL_FILE_CONTEXT
+from eventlake.session import LOCAL_FILE_CONTEXT, LOCAL_LOG_STORE_CONF
 
 #: Older commits (none, then 1, 7 and 30 days of commits at a 10-second trigger) and the
-#: files each left: four with Delta's and Hadoop's checksums (Spark's defaults, eventlake
-#: before 11-26), three with eventlake's session settings since, one without checksums.
-CASES = ((0, 3), (8_640, 4), (60_480, 4), (259_200, 4), (60_480, 3), (60_480, 1))
+#: files each left (three with eventlake's session settings).
+CASES = ((0, 3), (8_640, 3), (60_480, 3), (259_200, 3))
+#: The log stores compared: eventlake's session as shipped, and Delta's own for local tables.
+STORES = {"eventlake": {}, "delta": {LOCAL_LOG_STORE_CONF: "io.delta.storage.HDFSLogStore"}}
 ROUNDS = 5
 AB_ROUNDS = 15
 #: Hadoop's default for what eventlake's session sets to leave three files a commit.
@@ -109,18 +113,29 @@ def markdown(result: dict[str, Any]) -> str:
         "# Spark's Delta operations against the length of `_delta_log` (local filesystem)",
         "",
         f"{machine_line(result)} A batch read (`count()`) and a one-row append, median of "
-        f"{ROUNDS}, on a table whose log holds the files of that many older commits "
+        f"{ROUNDS}, on a table whose log holds the files of that many older commits, with "
+        "Delta's log store for local tables (it lists the whole folder, looking up each file) "
+        "and eventlake's (names first, then a lookup of the newest only); one session each "
         "(`python -m bench.delta_log`).",
         "",
-        "| older commits | at a 10 s trigger | files a commit | files in `_delta_log` | read "
-        "| append |",
-        "|---|---|---|---|---|---|",
+        "| older commits | at a 10 s trigger | files in `_delta_log` | read, Delta's store "
+        "| read, eventlake's | append, Delta's store | append, eventlake's |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for row in result["rows"]:
+    delta = {r["older_commits"]: r for r in result["stores"]["delta"].get("rows", [])}
+    for row in result["stores"]["eventlake"].get("rows", []):
+        theirs = delta.get(row["older_commits"], {})
         days = row["older_commits"] * 10 / 86_400
-        lines.append(f"| {row['older_commits']:,} | {days:.0f} days | "
-                     f"{row['files_per_commit']} | {row['log_files']:,} | "
-                     f"{row['read_s']:.3f} s | {row['append_s']:.3f} s |")  # fmt: skip
+
+        def s(r: dict[str, Any], key: str) -> str:
+            return f"{r[key]:.3f} s" if key in r else "-"
+
+        lines.append(f"| {row['older_commits']:,} | {days:.0f} days | {row['log_files']:,} | "
+                     f"{s(theirs, 'read_s')} | {s(row, 'read_s')} | "
+                     f"{s(theirs, 'append_s')} | {s(row, 'append_s')} |")  # fmt: skip
+    for name, store in result["stores"].items():
+        if "error" in store:
+            lines.append(f"\n{name}'s log store: failed: {store['error']}")
     lines += [
         "",
         f"A new table, median of {AB_ROUNDS} in a fresh process each, with eventlake's "
@@ -149,12 +164,19 @@ def commit_cost(session: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--commit-cost", choices=("eventlake", "spark"))
+    parser.add_argument("--store", choices=tuple(STORES))
     args = parser.parse_args()
     if args.commit_cost:
         print(json.dumps(commit_cost(args.commit_cost)))
         return
+    if args.store:
+        print(json.dumps({"rows": measure(CASES, STORES[args.store])}))
+        return
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    result = {"at": at, "machine": machine(), "rows": measure(CASES)}
+    result: dict[str, Any] = {"at": at, "machine": machine()}
+    result["stores"] = {
+        name: in_fresh_process("bench.delta_log", "--store", name, title=name) for name in STORES
+    }
     result["commit_cost"] = {
         name: in_fresh_process("bench.delta_log", "--commit-cost", name, title=name)
         for name in ("eventlake", "spark")

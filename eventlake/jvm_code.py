@@ -2,8 +2,10 @@
 compiled once into a jar in the jar cache and given to Spark with the locked jars.
 
 The compiler is Janino, which pyspark ships (Spark generates code with it), run by the
-same ``java`` as Spark: a JRE is enough, no JDK or build step. The jar's folder is named
-by a digest of the sources and pyspark's version, so an upgrade of either compiles anew.
+same ``java`` as Spark: a JRE is enough, no JDK or build step. The classes compile against
+pyspark's jars and the locked ``spark`` set (Delta's). The jar's folder is named by a
+digest of the sources, pyspark's version and the locked jars, so an upgrade of any
+compiles anew.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from eventlake.class_archive import java_binary
 from eventlake.errors import ErrorCode, EventlakeError
-from eventlake.jars import SPARK_JARS, cache_dir, jar_files
+from eventlake.jars import SPARK_JARS, cache_dir, jar_files, locked
 
 JAR_NAME = "eventlake-jvm.jar"
 #: A public main of commons-compiler that compiles like javac (``-d``, ``-classpath``).
@@ -42,6 +44,8 @@ def _pyspark() -> tuple[str, Path]:
 
 def _jar_path(sources: dict[str, bytes], version: str) -> Path:
     digest = hashlib.sha256(version.encode())
+    for jar in locked(SPARK_JARS):
+        digest.update(jar.relative_path.encode() + b"\0")
     for name in sorted(sources):
         digest.update(name.encode() + b"\0" + sources[name])
     return cache_dir() / "eventlake" / digest.hexdigest()[:16] / JAR_NAME
@@ -52,8 +56,9 @@ def own_jar_path() -> Path:
     return _jar_path(_sources(), _pyspark()[0])
 
 
-def own_jar() -> Path:
-    """eventlake's jar, compiled first when the cache lacks it (about 1.5 s, once)."""
+def own_jar(*, repository: str | None = None) -> Path:
+    """eventlake's jar, compiled first when the cache lacks it (about 1.5 s, once; the
+    locked jars it compiles against are downloaded first when missing)."""
     sources = _sources()
     version, jars = _pyspark()
     target = _jar_path(sources, version)
@@ -76,7 +81,8 @@ def own_jar() -> Path:
             files.append(str(work / name))
         out = work / "classes"
         out.mkdir()
-        cp = os.pathsep.join(str(j) for j in sorted(jars.glob("*.jar")))
+        linked = [*sorted(jars.glob("*.jar")), *jar_files(SPARK_JARS, repository=repository)]
+        cp = os.pathsep.join(str(j) for j in linked)
         try:
             done = subprocess.run(
                 [str(java), "-cp", cp, COMPILER_MAIN, "-d", str(out), "-classpath", cp, *files],
@@ -104,4 +110,4 @@ def own_jar() -> Path:
 
 def spark_jars(*, repository: str | None = None) -> list[Path]:
     """What eventlake gives Spark: the locked ``spark`` jars and eventlake's own."""
-    return [*jar_files(SPARK_JARS, repository=repository), own_jar()]
+    return [*jar_files(SPARK_JARS, repository=repository), own_jar(repository=repository)]

@@ -29,7 +29,7 @@ from eventlake.cluster.standalone import (
 )
 from eventlake.config import Settings, SparkSettings
 from eventlake.errors import ErrorCode, EventlakeError, translate
-from eventlake.jvm_code import spark_jars
+from eventlake.jvm_code import JAR_NAME, spark_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -73,6 +73,12 @@ NATIVE_TRIM_OPTION = "-XX:TrimNativeHeapInterval="
 #: commits: the raw one writes no hidden ``.<file>.crc`` beside each file.
 LOCAL_FILE_CONTEXT = "spark.hadoop.fs.AbstractFileSystem.file.impl"
 RAW_LOCAL_FILE_CONTEXT = "org.apache.hadoop.fs.local.RawLocalFs"
+#: Delta's log store for ``file:`` tables, and eventlake's (in eventlake's jar), which lists
+#: ``_delta_log`` by name before it looks files up (``ListByNameLogStore.java``).
+LOCAL_LOG_STORE_CONF = "spark.delta.logStore.file.impl"
+LOCAL_LOG_STORE = "eventlake.delta.ListByNameLogStore"
+#: One log store for every scheme; Delta refuses it beside a scheme's own.
+LOG_STORE_CLASS_CONFS = ("spark.delta.logStore.class", "delta.logStore.class")
 #: Marks a signal handler that stops a run between batches (``eventlake.cli.signals``).
 STOP_HANDLER = "__eventlake_stops_between_batches__"
 logger = logging.getLogger(__name__)
@@ -113,12 +119,14 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     # 1-5 s. Sink tables leave theirs to eventlake's LogCheckpoints, off the batch's path;
     # other new tables checkpoint every 100 commits.
     conf[DEFAULT_CHECKPOINT_INTERVAL_CONF] = "100"
-    # Spark lists the whole _delta_log folder at every Delta operation on a local or HDFS
-    # table, so every file kept there slows every read and commit (bench/delta_log.py).
-    # A commit leaves three files there instead of four: no hidden Hadoop checksum of the
-    # commit (Delta writes its own checksum through the FileSystem API, which keeps one).
-    # Without Delta's checksum the SIGKILL tests ran 20-35% longer: it stays.
+    # Spark lists _delta_log at every Delta operation; on a local or HDFS table each file
+    # kept there is listed (bench/delta_log.py). A commit leaves three files there instead
+    # of four: no hidden Hadoop checksum of the commit (Delta writes its own checksum
+    # through the FileSystem API, which keeps one). Without Delta's checksum the SIGKILL
+    # tests ran 20-35% longer: it stays.
     conf[LOCAL_FILE_CONTEXT] = RAW_LOCAL_FILE_CONTEXT
+    # And a local listing looks up only the files it returns, not every file kept.
+    conf.update(local_log_store(jars, spark.conf))
     # A file closed on HDFS is complete once the DataNodes' report of its last block reaches
     # the NameNode; asked before that, the NameNode says "not yet" and the client waits
     # 400 ms: every checkpoint and log file of a batch took ~0.4 s to write. Ask again
@@ -150,6 +158,15 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
         else:
             conf[key] = value
     return conf
+
+
+def local_log_store(jars: list[Path] | list[str], user: dict[str, str]) -> dict[str, str]:
+    """eventlake's log store for local tables, when its jar is among ``jars`` and the user
+    has not chosen a log store: Hadoop's local listing looks up every file of
+    ``_delta_log`` at every Delta operation; it lists names and looks up the newest only."""
+    ours = any(Path(str(j)).name == JAR_NAME for j in jars)
+    chosen = any(key in user for key in (LOCAL_LOG_STORE_CONF, *LOG_STORE_CLASS_CONFS))
+    return {LOCAL_LOG_STORE_CONF: LOCAL_LOG_STORE} if ours and not chosen else {}
 
 
 def native_trim_option(seconds: float) -> str | None:
@@ -324,7 +341,9 @@ def effective_conf(
     if "spark.master" in submitted:
         spark = spark.model_copy(update={"master": submitted["spark.master"]})
     ours = spark_conf(spark, [] if submitted.get("spark.jars") else jars)
-    return {**ours, **submitted, **spark.conf}
+    given = [j for j in submitted.get("spark.jars", "").split(",") if j]
+    return {**ours, **local_log_store(given, {**submitted, **spark.conf}), **submitted,
+            **spark.conf}  # fmt: skip
 
 
 class LogFileHandler(logging.FileHandler):

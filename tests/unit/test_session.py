@@ -12,6 +12,8 @@ from eventlake.session import (
     EXECUTOR_JAVA_OPTIONS,
     HDFS_COMPLETE_DELAY,
     HDFS_COMPLETE_RETRIES,
+    LOCAL_LOG_STORE,
+    LOCAL_LOG_STORE_CONF,
     PARQUET_VECTORED_IO,
     ROCKSDB_PROVIDER,
     effective_conf,
@@ -123,6 +125,32 @@ def test_under_spark_submit_its_settings_win_and_the_config_conf_wins_over_them(
     assert conf["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
     assert "spark.sql.shuffle.partitions" not in conf
     assert "spark.driver.host" not in conf
+
+
+def test_local_tables_get_eventlakes_log_store_only_with_its_jar_and_no_other_choice() -> None:
+    ours = [*JARS, Path("/cache/eventlake/0123/eventlake-jvm.jar")]
+    assert spark_conf(SparkSettings(), ours)[LOCAL_LOG_STORE_CONF] == LOCAL_LOG_STORE
+    assert LOCAL_LOG_STORE_CONF not in spark_conf(SparkSettings(), JARS)
+    # Delta refuses a scheme's log store beside one for all schemes: the user's stays alone.
+    for key in ("spark.delta.logStore.class", "delta.logStore.class"):
+        conf = spark_conf(SparkSettings(conf={key: "com.example.Store"}), ours)
+        assert LOCAL_LOG_STORE_CONF not in conf
+        assert conf[key] == "com.example.Store"
+    mine = SparkSettings(conf={LOCAL_LOG_STORE_CONF: "com.example.Local"})
+    assert spark_conf(mine, ours)[LOCAL_LOG_STORE_CONF] == "com.example.Local"
+
+
+def test_under_spark_submit_the_log_store_follows_the_jars_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVENTLAKE_JARS_DIR", str(tmp_path))
+    given = "file:/opt/jars/delta-spark.jar,file:/opt/jars/eventlake-jvm.jar"
+    conf = effective_conf(SparkSettings(), {"spark.master": "yarn", "spark.jars": given})
+    assert conf[LOCAL_LOG_STORE_CONF] == LOCAL_LOG_STORE
+    without = {"spark.master": "yarn", "spark.jars": "file:/opt/jars/delta-spark.jar"}
+    assert LOCAL_LOG_STORE_CONF not in effective_conf(SparkSettings(), without)
+    chosen = {**without, "spark.jars": given, "spark.delta.logStore.class": "com.example.S"}
+    assert LOCAL_LOG_STORE_CONF not in effective_conf(SparkSettings(), chosen)
 
 
 def test_without_spark_submit_the_config_decides() -> None:
