@@ -240,6 +240,7 @@ class Sampler(threading.Thread):
         self.done = threading.Event()
         self._lock = threading.Lock()
         self._batches: dict[str, list[float]] = defaultdict(list)
+        self._phases: dict[str, list[dict[str, int]]] = defaultdict(list)
         self._seen: set[tuple[str, int]] = set()
 
     def observe(self, progress: Any) -> None:
@@ -250,6 +251,7 @@ class Sampler(threading.Thread):
         self._seen.add(key)
         with self._lock:
             self._batches[progress.query].append(progress.batch_duration_ms / 1000)
+            self._phases[progress.query].append(progress.phases_ms)
 
     def nio_buffers(self) -> dict[str, int]:
         """NIO's direct and mapped buffers (direct ones are in NMT's "Other"): bytes, count."""
@@ -282,6 +284,7 @@ class Sampler(threading.Thread):
     def sample(self, minute: int) -> None:
         with self._lock:
             batches, self._batches = self._batches, defaultdict(list)
+            phases, self._phases = self._phases, defaultdict(list)
         rt = self.runtime
         checkpoint_files, checkpoint_bytes = _tree(self.checkpoints)
         tables = self._reader.submit(table_samples, self.lake).result(timeout=300)
@@ -298,10 +301,13 @@ class Sampler(threading.Thread):
                     "p50": round(statistics.median(v), 3),
                     "p99": percentiles(v).get("p99"),
                     "max": round(max(v), 3),
+                    "all": [round(d, 3) for d in v],
                 }
                 for q, v in sorted(batches.items())
                 if v
             },
+            # Per flow, the median milliseconds of each of Spark's phases of a batch.
+            "phases": {q: _phase_medians(v) for q, v in sorted(phases.items()) if v},
             "driver_rss_bytes": _rss_bytes("self"),
             "driver_rss_anon_bytes": _rss_bytes("self", "RssAnon"),
             "driver_rss_file_bytes": _rss_bytes("self", "RssFile"),
@@ -501,6 +507,15 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
             "compactions": compactions(settings.lake.root.path)}  # fmt: skip
 
 
+def _phase_medians(batches: list[dict[str, int]]) -> dict[str, float]:
+    names = sorted({name for b in batches for name in b})
+    return {n: statistics.median(b.get(n, 0) for b in batches) for n in names}
+
+
+def _all_batches(samples: list[dict[str, Any]], flow: str) -> list[float]:
+    return [d for s in samples for d in s["batches"].get(flow, {}).get("all", [])]
+
+
 def _window(samples: list[dict[str, Any]], first: bool) -> list[dict[str, Any]]:
     return samples[:WINDOW_MINUTES] if first else samples[-WINDOW_MINUTES:]
 
@@ -528,6 +543,18 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
     for f in flows:
         a, b = _p99_of(first, f), _p99_of(last, f)
         p99[f] = {"first": a, "last": b, "ratio": round(b / a, 2) if a and b else None}
+        # Every batch of each window together (runs before 11-27 kept no single batches).
+        pooled = [percentiles(_all_batches(w, f)) for w in (first, last)]
+        if all(x.get("count") for x in pooled):
+            p99[f] |= {"pooled": [x["p99"] for x in pooled], "p50": [x["p50"] for x in pooled],
+                       "pooled_ratio": round(pooled[1]["p99"] / pooled[0]["p99"], 2)}  # fmt: skip
+        medians = [{n: statistics.median(s["phases"][f].get(n, 0) for s in w
+                                         if f in s.get("phases", {}))
+                    for n in {n for s in w for n in s.get("phases", {}).get(f, {})}}
+                   for w in (first, last)]  # fmt: skip
+        if medians[0] and medians[1]:
+            p99[f]["phases_ms"] = {n: [round(medians[0].get(n, 0)), round(medians[1].get(n, 0))]
+                                   for n in sorted(medians[0] | medians[1])}  # fmt: skip
     tables = sorted({t for s in samples for t in s["tables"]})
     files = {}
     for t in tables:
@@ -641,6 +668,25 @@ def markdown(results: dict[str, Any]) -> str:
         for flow, p in s["batch_p99"].items():
             lines.append(f"| {flow} | {phase['batches'].get(flow, '-')} | {p['first']} "
                          f"| {p['last']} | {p['ratio']} |")  # fmt: skip
+        pooled = {f: p for f, p in s["batch_p99"].items() if "pooled" in p}
+        if pooled:
+            lines += ["", f"Every batch of the first and of the last {WINDOW_MINUTES} minutes "
+                      "together (s):", "",
+                      "| flow | p99, first / last | ratio | p50, first / last |",
+                      "|---|---|---|---|"]  # fmt: skip
+            for flow, p in pooled.items():
+                lines.append(f"| {flow} | {p['pooled'][0]} / {p['pooled'][1]} | "
+                             f"{p['pooled_ratio']} | {p['p50'][0]} / {p['p50'][1]} |")  # fmt: skip
+        split = {f: p["phases_ms"] for f, p in s["batch_p99"].items() if "phases_ms" in p}
+        if split:
+            names = sorted({n for v in split.values() for n in v} - {"triggerExecution"})
+            lines += ["", "Where a batch's time goes: the median ms of each of Spark's phases "
+                      f"(`durationMs`), first {WINDOW_MINUTES} minutes -> last:", "",
+                      "| flow | " + " | ".join(names) + " |",
+                      "|---|" + "---|" * len(names)]  # fmt: skip
+            for flow, v in split.items():
+                cells = [f"{v[n][0]} -> {v[n][1]}" if n in v else "-" for n in names]
+                lines.append(f"| {flow} | " + " | ".join(cells) + " |")
         lines += ["", "| table | files at minute 1 | max | at the end | trend (files/hour) |",
                   "|---|---|---|---|---|"]  # fmt: skip
         for table, f in s["files"].items():

@@ -48,6 +48,8 @@ class BatchProgress:
     quarantined_rows: int = 0
     #: Per expectation of the flow: (name, rows passed, rows failed).
     expectations: tuple[tuple[str, int, int], ...] = ()
+    #: Spark's split of the batch's time (``durationMs``): ``{"addBatch": 812, ...}``.
+    phases_ms: dict[str, int] = field(default_factory=dict)
 
     @property
     def state_bytes(self) -> int:
@@ -110,6 +112,7 @@ def _progress(p: Any) -> BatchProgress:
         output_rows=output,
         quarantined_rows=quarantined,
         expectations=expectations,
+        phases_ms={str(k): int(v) for k, v in (p.durationMs or {}).items()},
     )
 
 

@@ -71,6 +71,8 @@ def test_each_batch_reaches_the_listener_with_its_counts(
         assert p.state_rows == spark_side["stateOperators"][0]["numRowsTotal"]
         assert p.watermark == (spark_side["eventTime"].get("watermark") if p.batch_id else None)
         assert p.batch_duration_ms == spark_side["batchDuration"]
+        assert p.phases_ms == spark_side["durationMs"]
+        assert "addBatch" in p.phases_ms
     assert with_rows[-1].watermark == "2026-01-01T12:00:00.000Z"  # 12:01, less 1 minute
     assert [p.operators[0][0] for p in with_rows] == ["dedupeWithinWatermark"] * len(FILES)
     totals = listener.snapshot()["progress_counts"]
