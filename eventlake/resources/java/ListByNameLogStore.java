@@ -23,7 +23,7 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
  * <p>Delta lists the log from a version at every read, commit and streaming batch. Hadoop's
  * local listing looks up every file of the folder (a {@code stat} each) and Delta then keeps
  * those from the version on: a cost that grows with every commit the log retention keeps
- * (3.1 s an append at a week of 10-second commits). This reads the folder's names, keeps
+ * (about 3 s an append at a week of 10-second commits). This reads the folder's names, keeps
  * those from the version on, and looks up only them. The result is the same: the same
  * statuses, sorted by name, without Hadoop's hidden checksum files, and without a file
  * removed between the listing and its lookup. Other filesystems list as Delta does.
