@@ -341,7 +341,9 @@ def effective_conf(
     if "spark.master" in submitted:
         spark = spark.model_copy(update={"master": submitted["spark.master"]})
     ours = spark_conf(spark, [] if submitted.get("spark.jars") else jars)
-    given = [j for j in submitted.get("spark.jars", "").split(",") if j]
+    # The log store depends on spark-submit's jars and settings too: decided over all.
+    ours.pop(LOCAL_LOG_STORE_CONF, None)
+    given = [j for j in (submitted.get("spark.jars") or ours["spark.jars"]).split(",") if j]
     return {**ours, **local_log_store(given, {**submitted, **spark.conf}), **submitted,
             **spark.conf}  # fmt: skip
 

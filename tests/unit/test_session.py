@@ -151,6 +151,12 @@ def test_under_spark_submit_the_log_store_follows_the_jars_it_was_given(
     assert LOCAL_LOG_STORE_CONF not in effective_conf(SparkSettings(), without)
     chosen = {**without, "spark.jars": given, "spark.delta.logStore.class": "com.example.S"}
     assert LOCAL_LOG_STORE_CONF not in effective_conf(SparkSettings(), chosen)
+    # Without --jars eventlake's jars are given; a log store chosen with --conf still wins.
+    ours = [*JARS, Path("/cache/eventlake/0123/eventlake-jvm.jar")]
+    yarn = {"spark.master": "yarn"}
+    assert effective_conf(SparkSettings(), yarn, ours)[LOCAL_LOG_STORE_CONF] == LOCAL_LOG_STORE
+    conf = effective_conf(SparkSettings(), {**yarn, "spark.delta.logStore.class": "c.S"}, ours)
+    assert LOCAL_LOG_STORE_CONF not in conf
 
 
 def test_without_spark_submit_the_config_decides() -> None:
