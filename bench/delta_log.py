@@ -122,14 +122,14 @@ def markdown(result: dict[str, Any]) -> str:
         "| read, eventlake's | append, Delta's store | append, eventlake's |",
         "|---|---|---|---|---|---|---|",
     ]
+
+    def s(r: dict[str, Any], key: str) -> str:
+        return f"{r[key]:.3f} s" if key in r else "-"
+
     delta = {r["older_commits"]: r for r in result["stores"]["delta"].get("rows", [])}
     for row in result["stores"]["eventlake"].get("rows", []):
         theirs = delta.get(row["older_commits"], {})
         days = row["older_commits"] * 10 / 86_400
-
-        def s(r: dict[str, Any], key: str) -> str:
-            return f"{r[key]:.3f} s" if key in r else "-"
-
         lines.append(f"| {row['older_commits']:,} | {days:.0f} days | {row['log_files']:,} | "
                      f"{s(theirs, 'read_s')} | {s(row, 'read_s')} | "
                      f"{s(theirs, 'append_s')} | {s(row, 'append_s')} |")  # fmt: skip

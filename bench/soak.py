@@ -548,9 +548,7 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
         if all(x.get("count") for x in pooled):
             p99[f] |= {"pooled": [x["p99"] for x in pooled], "p50": [x["p50"] for x in pooled],
                        "pooled_ratio": round(pooled[1]["p99"] / pooled[0]["p99"], 2)}  # fmt: skip
-        medians = [{n: statistics.median(s["phases"][f].get(n, 0) for s in w
-                                         if f in s.get("phases", {}))
-                    for n in {n for s in w for n in s.get("phases", {}).get(f, {})}}
+        medians = [_phase_medians([s["phases"][f] for s in w if f in s.get("phases", {})])
                    for w in (first, last)]  # fmt: skip
         if medians[0] and medians[1]:
             p99[f]["phases_ms"] = {n: [round(medians[0].get(n, 0)), round(medians[1].get(n, 0))]
