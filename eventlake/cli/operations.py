@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timezone
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,7 +19,10 @@ from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.plan import check_flow_names
 from eventlake.storage import Location, filesystem
 
-checkpoint_app = typer.Typer(help="Inspect or reset a flow's checkpoint.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from eventlake.operations.checkpoints import CheckpointReport
+
+checkpoint_app = typer.Typer(help="Inspect or reset flows' checkpoints.", no_args_is_help=True)
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
 FlowArg = Annotated[str, typer.Argument(metavar="PIPELINE.FLOW")]
@@ -190,7 +193,7 @@ def _print_tables(console: Console, reports: list[dict[str, Any]]) -> None:
 @checkpoint_app.command("show")
 def checkpoint_show(
     ctx: typer.Context,
-    target: FlowArg,
+    target: Annotated[str, typer.Argument(metavar="PIPELINE[.FLOW]")],
     last: Annotated[int, typer.Option(help="How many of the latest batches to list.")] = 10,
     state_stores: Annotated[
         bool, typer.Option("--state/--no-state", help="Read the state stores (starts Spark).")
@@ -198,25 +201,47 @@ def checkpoint_show(
     output: FormatOpt = "table",
     module: ModuleOpt = None,
 ) -> None:
-    """A flow's checkpoint: offsets per source per batch, commits, the in-flight batch,
-    watermark, stateful operators (schema, rows, size) and the plan fingerprint."""
+    """A flow's checkpoint, or every flow's of a pipeline: offsets per source per batch,
+    commits, the in-flight batch, watermark, stateful operators (schema, rows, size) and
+    the plan fingerprint."""
     from eventlake.operations.checkpoints import inspect_checkpoint, state_operators
 
     _check_format(output)
     state: CliState = ctx.obj
     settings, registry = load_registry(state, module)
-    pipeline, flow = _flow(registry, target)
-    config = pipeline.configs(settings)[flow]
+    whole = "." not in target
+    pipeline = registry.get(target) if whole else _flow(registry, target)[0]
+    configs = pipeline.configs(settings)
+    names = list(pipeline.flows) if whole else [target.partition(".")[2]]
     _checkpoints_root(settings)
-    report = inspect_checkpoint(config, last=last)
-    if state_stores and filesystem(config.checkpoint).is_dir(config.checkpoint / "state"):
-        from eventlake.session import get_spark
+    reports, missing = [], []
+    for name in names:
+        config = configs[name]
+        if whole and not filesystem(config.checkpoint).is_dir(config.checkpoint / "offsets"):
+            missing.append(config.query_name)  # never ran: nothing to show, not an error
+            continue
+        report = inspect_checkpoint(config, last=last)
+        if state_stores and filesystem(config.checkpoint).is_dir(config.checkpoint / "state"):
+            from eventlake.session import get_spark
 
-        report.state = state_operators(get_spark(settings), config.checkpoint)
+            report.state = state_operators(get_spark(settings), config.checkpoint)
+        reports.append(report)
     if output == "json":
-        typer.echo(json.dumps(report.as_dict(), indent=2, default=str))
+        shown: Any = (
+            {"pipeline": pipeline.name, "flows": [r.as_dict() for r in reports],
+             "without_checkpoint": missing}
+            if whole else reports[0].as_dict()
+        )  # fmt: skip
+        typer.echo(json.dumps(shown, indent=2, default=str))
         return
     console = Console()
+    for report in reports:
+        _print_checkpoint(console, report)
+    if missing:
+        console.print(f"no checkpoint yet (never run): {', '.join(missing)}", highlight=False)
+
+
+def _print_checkpoint(console: Console, report: CheckpointReport) -> None:
     console.print(f"[bold]{report.flow}[/]  checkpoint {report.path}", highlight=False)
     console.print(f"query id {report.stream_id}; {report.total_batches} batch(es) planned, "
                   f"last committed {report.last_committed}", highlight=False)  # fmt: skip

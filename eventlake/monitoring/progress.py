@@ -184,10 +184,12 @@ class ProgressListener(StreamingQueryListener):
         pass
 
     def onQueryProgress(self, event: Any) -> None:
-        # A listener must never fail the query's thread.
-        with contextlib.suppress(Exception):
+        # A listener must never fail the query's thread; what it cannot read goes to the log.
+        try:
             if not str(event.progress.name or "").startswith(INTERNAL_QUERY_PREFIX):
                 self._queue.put(_progress(event.progress))
+        except Exception:
+            log.exception("progress event not read: %r", event)
 
     def onQueryIdle(self, event: Any) -> None:
         pass

@@ -273,6 +273,23 @@ def test_dashboard_in_chromium_and_lateness_advice(
     assert report["in_flight"] is None
     assert report["batches"][-1]["sources"][0]["kind"] == "kafka"
 
+    # The whole pipeline at once: each flow that ran, and the flows that never did.
+    every = run_cli("--config", str(cfg), "checkpoint", "show", "clickstream", "--no-state",
+                    "--format", "json")  # fmt: skip
+    assert every.returncode == 0, every.stderr
+    whole = json.loads(every.stdout)
+    assert whole["pipeline"] == "clickstream"
+    assert sorted(f["flow"] for f in whole["flows"]) == [f"clickstream.{f}" for f in FLOWS]
+    never = {"user_clicks_5min", "user_sessions", "user_sessions_custom"}
+    assert sorted(whole["without_checkpoint"]) == sorted(f"clickstream.{f}" for f in never)
+    [shown_clicks] = [f for f in whole["flows"] if f["flow"] == "clickstream.clicks"]
+    assert shown_clicks["batches"] == report["batches"]
+    assert shown_clicks["state"] == []  # --no-state
+    text = run_cli("--config", str(cfg), "checkpoint", "show", "clickstream", "--no-state")
+    assert text.returncode == 0, text.stderr
+    assert "clickstream.quarantine  checkpoint" in text.stdout
+    assert "no checkpoint yet (never run): " in text.stdout
+
 
 def test_console_shows_progress_and_the_log_file_keeps_spark_output(
     bootstrap: str, make_topic: Callable[..., str], tmp_path: Path

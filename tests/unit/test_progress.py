@@ -16,6 +16,7 @@ def progress(
         progress=SimpleNamespace(
             name="orders.silver", id="x", batchId=batch, numInputRows=rows,
             inputRowsPerSecond=10.0, processedRowsPerSecond=20.0, batchDuration=1500,
+            durationMs={"addBatch": 1200, "latestOffset": 40, "triggerExecution": 1500},
             eventTime={"watermark": f"2026-01-01T{watermark}:00.000Z"}, stateOperators=[op],
             timestamp="2026-11-23T10:00:00.000Z",
             sources=[SimpleNamespace(endOffset='{"orders": {"0": 5, "1": 7}}'),
@@ -65,4 +66,5 @@ def test_a_batch_carries_its_kafka_offsets_time_and_observed_counts() -> None:
     assert batch.timestamp == 1795428000.0  # 2026-11-23T10:00:00Z
     assert (batch.output_rows, batch.quarantined_rows) == (96, 3)
     assert batch.state_bytes == 4096
+    assert batch.phases_ms == {"addBatch": 1200, "latestOffset": 40, "triggerExecution": 1500}
     assert listener.totals["orders.silver"].quarantined_rows == 3
