@@ -30,6 +30,8 @@ from eventlake.cluster.standalone import (
 from eventlake.config import Settings, SparkSettings
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.jvm_code import JAR_NAME, spark_jars
+from eventlake.scratch import Scratch
+from eventlake.scratch import claim as claim_scratch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -169,6 +171,19 @@ def local_log_store(jars: list[Path] | list[str], user: dict[str, str]) -> dict[
     return {LOCAL_LOG_STORE_CONF: LOCAL_LOG_STORE} if ours and not chosen else {}
 
 
+def scratch_conf(scratch: Scratch, conf: dict[str, str], master: str) -> dict[str, str]:
+    """The settings that put the driver JVM's temporary files, and under a local master
+    Spark's local files, in ``scratch``: not where ``spark.local.dir`` or
+    ``SPARK_LOCAL_DIRS`` already says, and a ``java.io.tmpdir`` among the driver's options
+    wins (it comes later)."""
+    tmpdir = f"-Djava.io.tmpdir={scratch.java_tmp}"
+    out = {DRIVER_JAVA_OPTIONS: f"{tmpdir} {conf.get(DRIVER_JAVA_OPTIONS, '')}".strip()}
+    chosen = "spark.local.dir" in conf or os.environ.get("SPARK_LOCAL_DIRS")
+    if master.startswith("local") and not chosen:
+        out["spark.local.dir"] = str(scratch.spark_dir)
+    return out
+
+
 def native_trim_option(seconds: float) -> str | None:
     """The driver JVM's option to trim its C heap every ``seconds``; None when 0, off
     Linux, or when its Java does not know the option (asked: ``java OPTION -version``,
@@ -247,7 +262,7 @@ def _check_java() -> None:
         )
 
 
-def _start_jvm(conf: dict[str, str], log: Path) -> None:
+def _start_jvm(conf: dict[str, str], log: Path, keep_fds: tuple[int, ...] = ()) -> None:
     """Start Spark's JVM with its stdout and stderr in ``log``, and its SparkContext.
 
     Everything the JVM prints goes there: Spark's log4j output and the output of the Python
@@ -265,7 +280,7 @@ def _start_jvm(conf: dict[str, str], log: Path) -> None:
     if gateway is None:
         with log.open("ab") as out:  # the JVM keeps its own descriptor
             gateway = launch_gateway(  # type: ignore[no-untyped-call]
-                spark_conf, popen_kwargs={"stdout": out, "stderr": out}
+                spark_conf, popen_kwargs={"stdout": out, "stderr": out, "pass_fds": keep_fds}
             )
         ignore_stop_signals(gateway.jvm)
     # SparkContext installs a SIGINT handler of its own (cancel every job, then raise
@@ -437,6 +452,7 @@ def get_spark(settings: Settings | None = None, *, java_options: str | None = No
     ``java_options`` replaces that choice. It trims its C heap every
     ``spark.native_trim_seconds`` where its Java can. These come before ``spark.conf``'s
     own ``spark.driver.extraJavaOptions``, which win on a conflict."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     settings = settings or Settings()
@@ -471,17 +487,24 @@ def get_spark(settings: Settings | None = None, *, java_options: str | None = No
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         master = conf["spark.master"]
         log = settings.log_file()
+        scratch = None
+        if submitted is None and SparkContext._active_spark_context is None:
+            scratch = claim_scratch(settings.scratch_root())
+            conf.update(scratch_conf(scratch, conf, master))
         builder = SparkSession.builder
         for key, value in conf.items():
             builder = builder.config(key, value)
         try:
             preloading = _preload(PRELOADED_MODULES)
-            _start_jvm(conf, log)
+            # The JVM holds the scratch folder's lock as long as it lives.
+            _start_jvm(conf, log, (scratch.lock_fd,) if scratch else ())
             preloading.join()
             session = builder.getOrCreate()
         except Exception as exc:
             raise translate(exc, context=f"starting Spark (its log: {log})") from exc
         session.sparkContext.setLogLevel(settings.spark.log_level)
+        for gone in scratch.removed if scratch else ():
+            logger.info("removed the scratch folder of a process gone: %s", gone)
         if not master.startswith("local"):
             ship_code(session.sparkContext)
             cores = str(cluster_cores(session, master))

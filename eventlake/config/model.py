@@ -114,6 +114,10 @@ class SparkSettings(_Section):
     #: Every this many seconds the driver JVM hands the C heap's free memory back to the
     #: system (HotSpot's periodic native trim, where its Java has it); 0 turns it off.
     native_trim_seconds: float = Field(default=60, ge=0)
+    #: Where each eventlake process keeps a folder of Spark's local files (under a local
+    #: master) and its JVM's temporary files, instead of /tmp; default ``scratch`` beside
+    #: the logs. A start removes the folders of processes gone.
+    scratch_dir: Path | None = None
     # Applied last, so any Spark setting eventlake chooses can be overridden here.
     conf: dict[str, str] = Field(default_factory=dict)
 
@@ -369,6 +373,14 @@ class Settings(_Section):
         """The log file of Spark, the JVM and libraries."""
         if self.log.file is not None:
             return self.log.file.absolute()
+        return self._local_base() / "logs" / "eventlake.log"
+
+    def scratch_root(self) -> Path:
+        """The folder of the processes' scratch folders (``spark.scratch_dir``)."""
+        if self.spark.scratch_dir is not None:
+            return self.spark.scratch_dir.absolute()
+        return self._local_base() / "scratch"
+
+    def _local_base(self) -> Path:
         root = self.checkpoints.root
-        base = root.parent.path if root.is_local else state_dir()
-        return base / "logs" / "eventlake.log"
+        return root.parent.path if root.is_local else state_dir()

@@ -113,6 +113,10 @@ def crash_three_times(
     # commits, while gold commits; more input arrives before each restart.
     moments: list[tuple[str, int]] = [("bronze", 2), ("silver", 2), ("revenue_hourly", 1)]
     interrupted: list[str] = []
+    # Each run's scratch folder (beside the logs, for a local root): a killed run's stays
+    # behind, with what its JVM left there, until the next start removes it.
+    scratch = crashy.path / "scratch" if crashy.is_local else None
+    killed: list[Path] = []
     for flow, more in moments:
         send(bootstrap, topic, gen.records(1500))
         before = commits(crashy, flow)
@@ -132,6 +136,10 @@ def crash_three_times(
             os.killpg(proc.pid, signal.SIGKILL)  # the driver: Python and its JVM
             proc.wait(timeout=30)
         assert proc.returncode == -signal.SIGKILL
+        if scratch is not None:
+            [left] = list(scratch.iterdir())
+            assert any((left / "tmp").iterdir()), left
+            killed.append(left)
         cut = in_flight(crashy)
         # The inspector names the batch each kill cut short, and no other.
         assert shown_in_flight(cfg) == cut
@@ -142,6 +150,10 @@ def crash_three_times(
     # Restart on the same checkpoints and drain.
     drained = run_cli("--config", str(cfg), "run", "orders", "--trigger", "available-now", "-q")
     assert drained.returncode == 0, drained.stderr
+    if scratch is not None:
+        [drains] = list(scratch.iterdir())
+        assert len(set(killed)) == 3
+        assert drains not in killed
 
     # The same input, no crash, in this process.
     clean = tmp_path / "clean"

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("secrets",),
     ("errors",),
     ("paths",),
-    ("durations", "storage", "processes", "state", "jars", "class_archive"),
+    ("durations", "storage", "processes", "state", "jars", "class_archive", "scratch"),
     ("triggers", "kafka", "jvm_code"),
     ("config",),
     ("postgres", "checkpoints", "generator"),

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from eventlake.config import SparkSettings
+from eventlake.scratch import claim as claim_scratch
 from eventlake.session import (
     CODEGEN_CACHE_ENTRIES,
     DRIVER_JAVA_OPTIONS,
@@ -19,6 +20,7 @@ from eventlake.session import (
     effective_conf,
     local_cores,
     native_trim_option,
+    scratch_conf,
     spark_conf,
     with_task_attempts,
 )
@@ -203,3 +205,24 @@ def test_the_jvm_trims_its_c_heap_where_its_java_knows_how(
     java.chmod(0o755)
     monkeypatch.setenv("JAVA_HOME", str(old))
     assert native_trim_option(60) is None
+
+
+def test_the_scratch_folder_holds_the_jvms_temporary_and_local_spark_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
+    scratch = claim_scratch(tmp_path)
+    tmpdir = f"-Djava.io.tmpdir={scratch.path / 'tmp'}"
+    conf = spark_conf(SparkSettings(conf={DRIVER_JAVA_OPTIONS: "-Dmine=1"}), JARS)
+    chosen = scratch_conf(scratch, conf, "local[2]")
+    assert chosen["spark.local.dir"] == str(scratch.path / "spark")
+    # Before eventlake's other options and the user's, which win a conflict.
+    assert chosen[DRIVER_JAVA_OPTIONS].startswith(f"{tmpdir} -Dlog4j2")
+    assert chosen[DRIVER_JAVA_OPTIONS].endswith("-Dmine=1")
+    # A cluster's executors use their workers' folders: only the driver's temporary files.
+    assert "spark.local.dir" not in scratch_conf(scratch, conf, "spark://127.0.0.1:7077")
+    # The user's choice of local folders wins, in the config or the environment.
+    assert "spark.local.dir" not in scratch_conf(scratch, {"spark.local.dir": "/d"}, "local")
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", "/d")
+    assert "spark.local.dir" not in scratch_conf(scratch, {}, "local")
+    assert scratch_conf(scratch, {}, "local")[DRIVER_JAVA_OPTIONS] == tmpdir
