@@ -506,7 +506,8 @@ def get_spark(settings: Settings | None = None, *, java_options: str | None = No
         for gone in scratch.removed if scratch else ():
             logger.info("removed the scratch folder of a process gone: %s", gone)
         if not master.startswith("local"):
-            ship_code(session.sparkContext)
+            # In the scratch folder, not /tmp: executors started late fetch it from there.
+            ship_code(session.sparkContext, scratch.path / "code" if scratch else None)
             cores = str(cluster_cores(session, master))
             for key in (SHUFFLE_PARTITIONS, SNAPSHOT_PARTITIONS):
                 if key not in conf:

@@ -64,11 +64,12 @@ def code_archive(folder: Path | None = None) -> Path:
     return path
 
 
-def ship_code(sc: SparkContext) -> Path:
-    """Put :func:`code_archive` on the Python path of every executor (once per content),
-    and of the Python workers Spark starts on the driver (transformWithState's), which
-    read the functions' environment but not the added files."""
-    path = code_archive()
+def ship_code(sc: SparkContext, folder: Path | None = None) -> Path:
+    """Put :func:`code_archive` (written to ``folder``) on the Python path of every
+    executor (once per content), and of the Python workers Spark starts on the driver
+    (transformWithState's), which read the functions' environment but not the added
+    files. The driver serves the file from there for the life of the run."""
+    path = code_archive(folder)
     if path.name not in (sc._python_includes or []):
         sc.addPyFile(str(path))
         before = sc.environment.get("PYTHONPATH")

@@ -176,6 +176,10 @@ def test_clickstream_on_the_cluster_equals_the_local_run(
     config = cluster_config(tmp_path / "cluster.yaml", bootstrap, tmp_path / "cluster",
                             spark_cluster, executor_python, clickstream=params)  # fmt: skip
     run_on_cluster(spark_cluster, config, "clickstream")
+    # The driver served the executors eventlake's code from its scratch folder (beside
+    # the logs), where no /tmp cleaner removes it under a long run.
+    shipped = list((tmp_path / "cluster" / "scratch").glob("*/code/eventlake-code-*.zip"))
+    assert len(shipped) == 1, shipped
 
     here = delta_tables(tmp_path / "local" / "lake")
     there = delta_tables(tmp_path / "cluster" / "lake")
