@@ -20,6 +20,7 @@ interval run's checkpoint). The heartbeat adds a source to the query, so switchi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -195,6 +196,8 @@ class IdleWatch:
             self._thread.join(10)
         for flow in self._flows.values():
             flow.signal.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # absent (never started), or another run's files
+            self._folder.rmdir()
 
 
 def with_heartbeats(

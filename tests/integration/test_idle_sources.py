@@ -5,6 +5,8 @@ move its watermark to the clock minus the delay and the windows are written."""
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -46,6 +48,8 @@ def test_windows_close_when_the_topic_goes_quiet(
         wait_until(lambda: read_delta(table).num_rows >= 2, timeout=120, interval=0.1,
                    what="the windows closed by the idle watermark")  # fmt: skip
         closed = time.time()
+    # The run's answer files, and their folder, went with it.
+    assert not (Path(tempfile.gettempdir()) / f"eventlake-idle-{os.getpid()}").exists()
     closed_after, quiet_for = closed - data_done, closed - produced
     # Open until the input was quiet for idle_timeout; closed within a few 1-second batches
     # of when it was both quiet that long and processed.
