@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from eventlake.errors import ErrorCode, EventlakeError
+
 LOCK = ".lock"
 #: A folder without its lock file this long after it changed is a start that died
 #: between creating the folder and locking it.
@@ -51,15 +53,23 @@ class Scratch:
 
 def claim(root: Path) -> Scratch:
     """A new folder under ``root``, locked by this process, after removing the folders of
-    processes gone."""
-    root.mkdir(parents=True, exist_ok=True)
-    removed = tuple(remove_abandoned(root))
-    path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
-    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else holds it
-    scratch = Scratch(path, fd, removed)
-    scratch.spark_dir.mkdir()
-    scratch.java_tmp.mkdir()
+    processes gone. EL-STORAGE-001 when ``root`` cannot hold it."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        removed = tuple(remove_abandoned(root))
+        path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+        fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else holds it
+        scratch = Scratch(path, fd, removed)
+        scratch.spark_dir.mkdir()
+        scratch.java_tmp.mkdir()
+    except OSError as exc:
+        raise EventlakeError(
+            ErrorCode.STORAGE_UNAVAILABLE,
+            f"no scratch folder for Spark's and the JVM's files under {root} ({exc}).",
+            expected="a folder on a local disk this user can write",
+            fix="set spark.scratch_dir to one, or make this one writable",
+        ) from exc
     return scratch
 
 

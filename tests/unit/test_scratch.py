@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.scratch import LOCK, UNLOCKED_GRACE_S, claim
 
 HOLD = """
@@ -80,3 +81,12 @@ def test_a_folder_without_its_lock_goes_only_once_it_is_old(tmp_path: Path) -> N
     os.utime(died, (old, old))
     assert claim(tmp_path).removed == (died,)
     assert starting.is_dir()
+
+
+def test_a_root_that_cannot_hold_a_folder_is_a_coded_error(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    with pytest.raises(EventlakeError) as caught:
+        claim(blocked / "scratch")
+    assert caught.value.code is ErrorCode.STORAGE_UNAVAILABLE
+    assert "spark.scratch_dir" in str(caught.value)
