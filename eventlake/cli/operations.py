@@ -204,20 +204,28 @@ def checkpoint_show(
     """A flow's checkpoint, or every flow's of a pipeline: offsets per source per batch,
     commits, the in-flight batch, watermark, stateful operators (schema, rows, size) and
     the plan fingerprint."""
-    from eventlake.operations.checkpoints import inspect_checkpoint, state_operators
+    from eventlake.operations.checkpoints import (
+        has_checkpoint,
+        inspect_checkpoint,
+        state_operators,
+    )
 
     _check_format(output)
     state: CliState = ctx.obj
     settings, registry = load_registry(state, module)
     whole = "." not in target
-    pipeline = registry.get(target) if whole else _flow(registry, target)[0]
+    if whole:
+        pipeline = registry.get(target)
+        names = list(pipeline.flows)
+    else:
+        pipeline, flow = _flow(registry, target)
+        names = [flow]
     configs = pipeline.configs(settings)
-    names = list(pipeline.flows) if whole else [target.partition(".")[2]]
     _checkpoints_root(settings)
     reports, missing = [], []
     for name in names:
         config = configs[name]
-        if whole and not filesystem(config.checkpoint).is_dir(config.checkpoint / "offsets"):
+        if whole and not has_checkpoint(config):
             missing.append(config.query_name)  # never ran: nothing to show, not an error
             continue
         report = inspect_checkpoint(config, last=last)

@@ -59,9 +59,15 @@ def source_kind(offset: Any) -> str:
     return "other"
 
 
+def has_checkpoint(config: FlowConfig) -> bool:
+    """Whether the flow's checkpoint has planned a batch (it has an offsets log)."""
+    cp = config.checkpoint
+    return filesystem(cp).is_dir(cp / "offsets")
+
+
 def require_checkpoint(config: FlowConfig) -> Location:
     cp = config.checkpoint
-    if not filesystem(cp).is_dir(cp / "offsets"):
+    if not has_checkpoint(config):
         raise EventlakeError(
             ErrorCode.CHECKPOINT_MISSING,
             f"flow '{config.query_name}' has no checkpoint at {cp}.",
