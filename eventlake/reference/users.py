@@ -17,9 +17,12 @@ Input: Debezium-shaped JSON change events of a ``users`` table, keyed by ``user_
 
 Order: a change is placed by ``source.ts_ms`` (the database commit time), ties broken by
 Kafka offset (all changes of a user share a partition, as Debezium keys them). Events
-arrive out of order and twice, so each batch recomputes the affected users from all of
-their changes in bronze: a late event lands in the right place in the history and never
-overwrites a newer state, and a duplicate changes nothing. Tombstones are ignored.
+arrive out of order and twice, so each batch recomputes the affected users from their
+earliest change in it on: their changes in bronze from that instant, and the version the
+history had open at it. A late event lands in the right place in the history and never
+overwrites a newer state, and a duplicate changes nothing. Tombstones are ignored. Both
+reads are bounded by the batch's earliest change, so they skip older files and do not
+grow with bronze.
 
 The history's cost per batch does not grow with it: a change at instant ``m`` can only
 alter the versions still open at ``m`` (``valid_to`` null or at least ``m``), so the MERGE
@@ -151,27 +154,47 @@ def _valid(df: DataFrame) -> Column:
 
 
 def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchContext) -> DataFrame:
-    """Every valid change in bronze of the users this batch touches, one per instant, with
-    ``_since``: the user's earliest instant among this batch's changes.
+    """The changes that decide the versions of the users this batch touches, one per
+    instant, with ``_since``: the user's earliest instant among this batch's changes.
 
-    Several changes of one user at the same ``source_ts_ms`` collapse to the one with the
-    highest offset. Computed once per batch and shared by the batch's targets.
+    Those are the user's valid changes in bronze from ``_since`` on, and the version the
+    history had open at ``_since`` (as the change that opened it): what came before that
+    version cannot change. Both reads are bounded by the batch's earliest ``_since``, so
+    Delta skips the files of older changes and closed versions by their statistics, and a
+    batch costs the same after a year of changes as after a day. Several changes of one
+    user at the same ``source_ts_ms`` collapse to the one with the highest offset.
+    Computed once per batch and shared by the batch's targets.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     def build() -> DataFrame:
+        spark = batch_df.sparkSession
         touched = (
             batch_df.where(_valid(batch_df))
             .groupBy("user_id")
             .agg(F.min("source_ts_ms").alias("_since"))
         )
-        path = str(ctx.table_path("bronze", "users_cdc"))
-        bronze_table = batch_df.sparkSession.read.format("delta").load(path)
-        events = bronze_table.where(_valid(bronze_table)).join(F.broadcast(touched), "user_id")
+        first = touched.agg(F.min("_since")).head()
+        earliest = first[0] if first is not None else None
+        valid_to = F.col("valid_to")
+        if earliest is None:  # no valid change in the batch: nothing to read
+            bronze_bound = history_bound = F.lit(False)
+        else:
+            bronze_bound = F.col("source_ts_ms") >= F.lit(earliest)
+            history_bound = valid_to.isNull() | (valid_to >= F.lit(utc_instant(int(earliest))))
+        since = F.col("_since")
+        bronze_path = str(ctx.table_path("bronze", "users_cdc"))
+        bronze_table = spark.read.format("delta").load(bronze_path)
+        later = (
+            bronze_table.where(bronze_bound)
+            .where(_valid(bronze_table))
+            .join(F.broadcast(touched), "user_id")
+            .where(F.col("source_ts_ms") >= since)
+        )
         instant = Window.partitionBy("user_id", "source_ts_ms").orderBy(F.col("offset").desc())
-        return (
-            events.withColumn("_rank", F.row_number().over(instant))
+        changes = (
+            later.withColumn("_rank", F.row_number().over(instant))
             .where("_rank = 1")
             .select(
                 "user_id",
@@ -182,6 +205,25 @@ def changes_of_batch_users(ctx: FlowContext, batch_df: DataFrame, batch: BatchCo
                 "_since",
             )
         )
+        history_path = str(ctx.table_path("silver", "users_history"))
+        versions = spark.read.format("delta").load(history_path)
+        opened_before = (
+            versions.where(history_bound)
+            .join(F.broadcast(touched), "user_id")
+            .where(
+                (F.col("source_ts_ms") < since)
+                & (valid_to.isNull() | (F.unix_millis(valid_to) >= since))
+            )
+            .select(
+                "user_id",
+                F.lit("u").alias("op"),
+                "source_ts_ms",
+                "source_offset",
+                *FIELDS,
+                "_since",
+            )
+        )
+        return changes.unionByName(opened_before)
 
     return batch.memo("changes", build)
 

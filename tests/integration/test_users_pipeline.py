@@ -242,17 +242,23 @@ def test_a_batch_of_new_changes_rewrites_no_closed_version(
     before = delta_version(history_path)
 
     # Changes later than every stored version, in two runs. Meanwhile the files of the
-    # versions closed before each run are moved away: a MERGE that read one would fail.
+    # versions closed before each run, and bronze's files of the changes before it, are
+    # moved away: a batch that read one (its MERGE, or the changes it recomputes) fails.
     second = records[300:600]
     closed, aside = history_path / "is_current=false", tmp_path / "aside"
+    bronze_path = tmp_path / "lake" / "bronze" / "users_cdc"
     aside.mkdir()
     for part in (second[:150], second[150:]):
         old_files = [f.rename(aside / f.name) for f in closed.iterdir()]
+        old_changes = [f.rename(aside / f.name) for f in bronze_path.glob("*.parquet")]
         assert old_files
+        assert old_changes
         send(bootstrap, topic, part)
         run_users(settings, spark)
         for f in old_files:
             f.rename(closed / f.name)
+        for f in old_changes:
+            f.rename(bronze_path / f.name)
     assert_matches(tmp_path, first + second, postgres, table)
     merges = _history_merges(history_path, before)
     assert len(merges) >= 2
