@@ -91,6 +91,11 @@ class CheckpointLog:
         object.__setattr__(self, "root", Location(root))
 
     @property
+    def exists(self) -> bool:
+        """Whether the query has planned a batch here (the checkpoint has an offsets log)."""
+        return filesystem(self.root).is_dir(self.root / "offsets")
+
+    @property
     def planned(self) -> list[int]:
         return _batches(self.root / "offsets")
 

@@ -61,8 +61,7 @@ def source_kind(offset: Any) -> str:
 
 def has_checkpoint(config: FlowConfig) -> bool:
     """Whether the flow's checkpoint has planned a batch (it has an offsets log)."""
-    cp = config.checkpoint
-    return filesystem(cp).is_dir(cp / "offsets")
+    return CheckpointLog(config.checkpoint).exists
 
 
 def require_checkpoint(config: FlowConfig) -> Location:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog, read_fingerprint
 from eventlake.pipelines.plan_tree import PlanNode, StatefulOperator, planned_operators
-from eventlake.storage import filesystem
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,7 +82,7 @@ def verdict(
     """The verdict for ``flow``; ``state`` is its checkpoint's operators (None: not read,
     the fingerprint's operator names are compared instead)."""
     name = flow.query_name
-    if not filesystem(flow.checkpoint).is_dir(flow.checkpoint / "offsets"):
+    if not CheckpointLog(flow.checkpoint).exists:
         return Verdict(name, NEW)
     recorded = read_fingerprint(flow.checkpoint)
     tree = tree or flow.tree()
