@@ -651,7 +651,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"orders/s and the `users` CDC pipeline at {any_phase.get('changes_per_second')} "
         f"changes/s ({CDC_USERS:,} users), one driver, shipped triggers, "
         f"{any_phase.get('minutes')} minutes after a {WARMUP_SECONDS}-second warm-up, with "
-        "the run's table maintenance on and off; sampled every minute. Batch p99: the "
+        f"the run's table maintenance {' and '.join(phases) or 'in no phase'}; sampled every "
+        "minute. Batch p99: the "
         f"highest per-minute p99 of the first and of the last {WINDOW_MINUTES} minutes."
         + (f" spark.conf: `{results['spark_conf']}`." if results.get("spark_conf") else ""),
     ]
