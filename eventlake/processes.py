@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -19,8 +20,38 @@ from eventlake.errors import ErrorCode, EventlakeError
 HOST = "127.0.0.1"
 
 
+#: Ports under this are left to well-known services.
+_LOWEST_PORT = 10000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def ephemeral_ports() -> range:
+    """The ports the kernel gives outgoing connections (Linux's setting; elsewhere a
+    range that covers every system's default)."""
+    try:
+        low, high = (int(v) for v in _EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 65535
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago, outside the ephemeral range:
+    until the caller binds it, any process's outgoing connection could take a port of
+    that range as its own (a broker then fails to start: address in use); another
+    listener is the only thing that can take one outside it."""
+    ephemeral = ephemeral_ports()
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(_LOWEST_PORT, 65536)
+        if port in ephemeral:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         return int(s.getsockname()[1])

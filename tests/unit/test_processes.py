@@ -1,0 +1,26 @@
+"""Ports eventlake picks for the processes it starts."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from eventlake.processes import HOST, ephemeral_ports, free_port, port_open
+
+
+def test_the_ephemeral_range_is_the_kernels() -> None:
+    low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    ports = ephemeral_ports()
+    assert (ports.start, ports[-1]) == (low, high)
+
+
+def test_a_free_port_is_outside_the_ephemeral_range_and_can_be_listened_on() -> None:
+    low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    for _ in range(50):
+        port = free_port()
+        assert not low <= port <= high
+        assert 10000 <= port <= 65535
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOST, port))
+            s.listen()
+            assert port_open(port)
