@@ -204,11 +204,8 @@ def checkpoint_show(
     """A flow's checkpoint, or every flow's of a pipeline: offsets per source per batch,
     commits, the in-flight batch, watermark, stateful operators (schema, rows, size) and
     the plan fingerprint."""
-    from eventlake.operations.checkpoints import (
-        has_checkpoint,
-        inspect_checkpoint,
-        state_operators,
-    )
+    from eventlake.checkpoints import CheckpointLog
+    from eventlake.operations.checkpoints import inspect_checkpoint, state_operators
 
     _check_format(output)
     state: CliState = ctx.obj
@@ -225,7 +222,7 @@ def checkpoint_show(
     reports, missing = [], []
     for name in names:
         config = configs[name]
-        if whole and not has_checkpoint(config):
+        if whole and not CheckpointLog(config.checkpoint).exists:
             missing.append(config.query_name)  # never ran: nothing to show, not an error
             continue
         report = inspect_checkpoint(config, last=last)

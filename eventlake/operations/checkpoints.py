@@ -59,14 +59,9 @@ def source_kind(offset: Any) -> str:
     return "other"
 
 
-def has_checkpoint(config: FlowConfig) -> bool:
-    """Whether the flow's checkpoint has planned a batch (it has an offsets log)."""
-    return CheckpointLog(config.checkpoint).exists
-
-
 def require_checkpoint(config: FlowConfig) -> Location:
     cp = config.checkpoint
-    if not has_checkpoint(config):
+    if not CheckpointLog(cp).exists:
         raise EventlakeError(
             ErrorCode.CHECKPOINT_MISSING,
             f"flow '{config.query_name}' has no checkpoint at {cp}.",

@@ -8,14 +8,20 @@ from pathlib import Path
 from eventlake.processes import HOST, ephemeral_ports, free_port, port_open
 
 
+def _kernel_range() -> tuple[int, int]:
+    """The kernel's ephemeral range, read here, not through eventlake."""
+    low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    return int(low), int(high)
+
+
 def test_the_ephemeral_range_is_the_kernels() -> None:
-    low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    low, high = _kernel_range()
     ports = ephemeral_ports()
     assert (ports.start, ports[-1]) == (low, high)
 
 
 def test_a_free_port_is_outside_the_ephemeral_range_and_can_be_listened_on() -> None:
-    low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    low, high = _kernel_range()
     for _ in range(50):
         port = free_port()
         assert not low <= port <= high
