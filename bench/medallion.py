@@ -40,23 +40,34 @@ WARMUP_SECONDS = 20
 #: Event seconds per wall-clock second: an hour of event time every 10 s.
 SPEED = 360
 #: After the last measured order: time for every hop to drain (the shipped 10-second
-#: triggers take four of them from Kafka to a closed hour), by trigger.
-DRAIN_SECONDS = {None: 50, "0 seconds": 15}
+#: triggers take four of them from Kafka to a closed hour).
+DRAIN_SECONDS = {"shipped": 50}
+DRAIN_SECONDS_DEFAULT = 15
 BACKLOG = 100_000
 EVENT_START = datetime(2026, 1, 1, tzinfo=UTC)
 WINDOW_DELAY = timedelta(minutes=10)
 CATEGORIES = ("books", "grocery", "electronics", "toys", "garden")
 POLLING_DELAY = "spark.sql.streaming.pollingDelay"
-#: name -> (what it is, trigger over every flow's: None keeps the shipped ones, Spark conf).
-SETTINGS: dict[str, tuple[str, str | None, dict[str, str]]] = {
-    "shipped": ("as shipped (every flow's trigger 10 seconds)", None, {}),
+#: The flows no measured hop waits for (they read silver/orders or bronze/orders and
+#: write elsewhere): in the last setting they run every 10 seconds, the rest at 0 seconds.
+SIDE_FLOWS = ("quarantine", "category_sliding", "high_value", "enriched")
+#: name -> (what it is, trigger over every flow's: None keeps the configured ones, Spark
+#: conf, the orders pipeline's config over the bench's).
+SETTINGS: dict[str, tuple[str, str | None, dict[str, str], dict[str, Any]]] = {
+    "shipped": ("as shipped (every flow's trigger 10 seconds)", None, {}, {}),
     "continuous": (
         "trigger `0 seconds` (a batch starts when the last ends; an idle query looks for "
-        "data every 10 ms)", "0 seconds", {},
+        "data every 10 ms)", "0 seconds", {}, {},
     ),
     "continuous-250ms": (
         "trigger `0 seconds`, an idle query looks every 250 ms", "0 seconds",
+        {POLLING_DELAY: "250ms"}, {},
+    ),
+    "critical-path": (
+        "bronze, silver, revenue_hourly at `0 seconds`, the other four flows every 10 "
+        "seconds (`triggers`), idle queries look every 250 ms", None,
         {POLLING_DELAY: "250ms"},
+        {"trigger": "0 seconds", "triggers": dict.fromkeys(SIDE_FLOWS, "10 seconds")},
     ),
 }  # fmt: skip
 
@@ -76,15 +87,16 @@ def epoch(value: datetime) -> float:
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
 
 
-def _settings(bootstrap: str, root: Path, topic: str) -> Any:
+def _settings(bootstrap: str, root: Path, topic: str, params: dict[str, Any] | None = None) -> Any:
     from eventlake.config.loader import settings_from_dict
 
+    orders = {"topic": topic, "high_value_topic": f"{topic}-high", **(params or {})}
     return settings_from_dict({
         "kafka": {"bootstrap_servers": bootstrap},
         "lake": {"root": str(root / "lake")},
         "checkpoints": {"root": str(root / "checkpoints")},
         "project": {"examples": True},
-        "pipelines": {"orders": {"topic": topic, "high_value_topic": f"{topic}-high"}},
+        "pipelines": {"orders": orders},
     })  # fmt: skip
 
 
@@ -112,15 +124,17 @@ def _sustainable(bootstrap: str, root: Path, backlog: int) -> float:
     return backlog / (time.perf_counter() - t0)
 
 
-def _live(bootstrap: str, root: Path, name: str, trigger: str | None, conf: dict[str, str],
-          rate: float, seconds: int) -> dict[str, list[float]]:  # fmt: skip
-    """Latencies (s) of bronze rows, silver rows and closed gold hours at ``rate``."""
+def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
+          ) -> dict[str, list[float]]:  # fmt: skip
+    """Latencies (s) of bronze rows, silver rows and closed gold hours at ``rate``, with
+    setting ``name`` of :data:`SETTINGS`."""
     from eventlake.kafka import produce
     from eventlake.run import run_pipeline
     from eventlake.session import get_spark
 
+    _what, trigger, conf, params = SETTINGS[name]
     topic = _topics(bootstrap, f"medallion-{name}")
-    settings = _settings(bootstrap, root / name, topic)
+    settings = _settings(bootstrap, root / name, topic, params)
     spark = get_spark(settings)
     for key in (POLLING_DELAY,):  # one session for every setting: each sets its own
         spark.conf.set(key, conf.get(key, "10ms"))
@@ -144,7 +158,7 @@ def _live(bootstrap: str, root: Path, name: str, trigger: str | None, conf: dict
         return order_record(i, event_time)
 
     produce(bootstrap, topic, paced(rate, w0, measured_from + seconds, order_at))
-    time.sleep(DRAIN_SECONDS[trigger])
+    time.sleep(DRAIN_SECONDS.get(name, DRAIN_SECONDS_DEFAULT))
     stop.set()
     runner.join()
     for w in watchers.values():
@@ -180,12 +194,14 @@ def _live(bootstrap: str, root: Path, name: str, trigger: str | None, conf: dict
     return out
 
 
-def _run(bootstrap: str, root: Path, rate: float, seconds: int, backlog: int) -> dict[str, Any]:
+def _run(bootstrap: str, root: Path, rate: float, seconds: int, backlog: int,
+         names: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
     result: dict[str, Any] = {"rate": rate, "seconds": seconds, "warmup_seconds": WARMUP_SECONDS,
                               "speed": SPEED, "backlog": backlog}  # fmt: skip
-    result["sustainable_orders_per_second"] = round(_sustainable(bootstrap, root, backlog))
-    for name, (_what, trigger, conf) in SETTINGS.items():
-        lat = _live(bootstrap, root, name, trigger, conf, rate, seconds)
+    if backlog:
+        result["sustainable_orders_per_second"] = round(_sustainable(bootstrap, root, backlog))
+    for name in names or SETTINGS:
+        lat = _live(bootstrap, root, name, rate, seconds)
         result[name] = {hop: percentiles(values) for hop, values in lat.items()}
     return result
 
@@ -210,7 +226,7 @@ def measure_medallion(bootstrap: str, root: Path) -> dict[str, Any]:
         "| setting | hop | count | p50 | p99 | max |",
         "|---|---|---|---|---|---|",
     ]
-    for name, (what, _trigger, _conf) in SETTINGS.items():
+    for name, (what, *_how) in SETTINGS.items():
         for hop, label in (("bronze", "-> bronze"), ("silver", "-> silver"),
                            ("gold", "closed hour -> gold")):  # fmt: skip
             p = r[name][hop]
@@ -226,9 +242,12 @@ def main() -> None:
     parser.add_argument("root", type=Path)
     parser.add_argument("--rate", type=float, default=RATE)
     parser.add_argument("--seconds", type=int, default=SECONDS)
-    parser.add_argument("--backlog", type=int, default=BACKLOG)
+    parser.add_argument("--backlog", type=int, default=BACKLOG, help="0: not measured")
+    parser.add_argument("--settings", default="", help=f"some of {', '.join(SETTINGS)}")
     args = parser.parse_args()
-    print(json.dumps(_run(args.bootstrap, args.root, args.rate, args.seconds, args.backlog)))
+    names = [n for n in args.settings.split(",") if n]
+    print(json.dumps(_run(args.bootstrap, args.root, args.rate, args.seconds, args.backlog,
+                          names)))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -32,6 +32,11 @@ class PipelineParams(BaseModel):
         default_factory=dict, description="Input topics by role, for several inputs."
     )
     trigger: str = Field(default="10 seconds", description="Default trigger of every flow.")
+    triggers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Triggers by flow name, over `trigger` and the flow's own (a flow a "
+        "latency depends on at '0 seconds', the others at a longer interval).",
+    )
     max_offsets_per_trigger: Annotated[int, Field(ge=1)] | Literal["auto"] | None = Field(
         default="auto",
         description="Kafka records per batch at most: a number, 'auto' (sized from "
@@ -95,10 +100,21 @@ class PipelineParams(BaseModel):
     @field_validator("trigger")
     @classmethod
     def _known_trigger(cls, value: str) -> str:
-        from eventlake.triggers import parse_trigger
+        return _checked_trigger(value)
 
-        try:
-            parse_trigger(value)
-        except EventlakeError as exc:
-            raise ValueError(exc.what) from None
+    @field_validator("triggers")
+    @classmethod
+    def _known_triggers(cls, value: dict[str, str]) -> dict[str, str]:
+        for flow, trigger in value.items():
+            _checked_trigger(trigger, f"flow '{flow}': ")
         return value
+
+
+def _checked_trigger(value: str, where: str = "") -> str:
+    from eventlake.triggers import parse_trigger
+
+    try:
+        parse_trigger(value)
+    except EventlakeError as exc:
+        raise ValueError(where + exc.what) from None
+    return value

@@ -191,6 +191,15 @@ class Pipeline:
     ) -> dict[str, FlowConfig]:
         """Every flow's config, by flow name; the params are parsed once, here."""
         params = self.parse_params(settings.pipelines.get(self.name))
+        unknown = sorted(set(params.triggers) - set(self.flows))
+        if unknown:
+            raise EventlakeError(
+                ErrorCode.CONFIG_UNKNOWN_KEY,
+                f"pipelines.{self.name}.triggers names no flow of the pipeline: "
+                f"{', '.join(unknown)}.",
+                expected=f"flows of {self.name}: {', '.join(sorted(self.flows))}",
+                fix="spell the flow as `eventlake list` shows it, or remove the key",
+            )
         root = settings.lake.root if lake_root is None else Location(lake_root)
         return {
             flow: FlowConfig(

@@ -229,7 +229,8 @@ def _build(
     """The flow's DataFrame, with its expectations and output counted; None when it
     cannot be built and ``on_error`` took the error."""
     where = f"flow '{spec.query_name}'"
-    flow_trigger = trigger or spec.trigger or config.params.trigger
+    params = config.params
+    flow_trigger = trigger or params.triggers.get(spec.name) or spec.trigger or params.trigger
     try:
         bare = FlowContext.of(config, spark, trigger=flow_trigger, run=run)
         streams = {r: i.read(bare) for r, i in spec.inputs}

@@ -182,6 +182,28 @@ def test_durations_and_triggers_are_checked_in_config() -> None:
         assert f"pipelines.orders.{next(iter(bad))}" in str(info.value)
 
 
+def test_triggers_by_flow_are_checked_triggers_of_known_flows() -> None:
+    from eventlake.config.loader import settings_from_dict
+
+    orders = load_pipelines(examples=True).get("orders")
+    params = orders.parse_params({"triggers": {"silver": "0 seconds", "enriched": "1 minute"}})
+    assert params.triggers == {"silver": "0 seconds", "enriched": "1 minute"}
+    with pytest.raises(EventlakeError) as bad:
+        orders.parse_params({"triggers": {"silver": "sometimes"}})
+    assert bad.value.code == ErrorCode.CONFIG_INVALID_VALUE
+    assert "pipelines.orders.triggers" in str(bad.value)
+    assert "flow 'silver'" in str(bad.value)
+
+    settings = settings_from_dict(
+        {"pipelines": {"orders": {"triggers": {"silver": "0 seconds", "sliver": "1 second"}}}}
+    )
+    with pytest.raises(EventlakeError) as unknown:
+        orders.configs(settings)
+    assert unknown.value.code == ErrorCode.CONFIG_UNKNOWN_KEY
+    assert "pipelines.orders.triggers names no flow of the pipeline: sliver." in str(unknown.value)
+    assert "quarantine" in str(unknown.value)  # the flows it could have named
+
+
 def test_ads_ctr_watermark_must_cover_the_outcome_lag() -> None:
     ads = load_pipelines(examples=True).get("ads")
     assert ads.parse_params({"ctr_watermark": "16 minutes"})

@@ -132,6 +132,42 @@ def test_once_trigger_reads_everything_in_one_batch(spark: SparkSession, tmp_pat
     assert _landed(tmp_path) == sorted(want)
 
 
+def test_triggers_by_flow_are_over_the_pipelines_and_the_flows_own(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``pipelines.<p>.triggers`` sets one flow's trigger: over the pipeline's ``trigger``
+    and over a trigger the flow's code declares; a run's ``trigger`` is over both."""
+    from eventlake.run import run_pipeline
+
+    want = _inbox(tmp_path, files=5, per_file=3)
+    inbox = FilesInput("inbox", "csv", SCHEMA)
+    pipeline = Pipeline(unique_name("triggers").replace("-", "_"))
+    for name, declared in (("plain", None), ("configured", None), ("declared", "once"),
+                           ("overridden", "once")):  # fmt: skip
+        pipeline.flow(name=name, input=inbox, output=DeltaOutput("bronze", name),
+                      trigger=declared)(lambda ctx, df: df)  # fmt: skip
+    params = {"max_files_per_trigger": 2, "trigger": "available-now",
+              "triggers": {"configured": "once", "overridden": "available-now"}}  # fmt: skip
+    settings = settings_for(tmp_path, **{pipeline.name: params})
+
+    result = run_pipeline(pipeline, settings)
+
+    # available-now keeps the bound of 2 files a batch (3 batches); once reads all in one.
+    batches = {name.split(".")[1]: totals.batches for name, totals in result.flows.items()}
+    assert batches == {"plain": 3, "configured": 1, "declared": 1, "overridden": 3}
+    for name in batches:
+        rows = read_delta(tmp_path / "lake" / "bronze" / name).to_pylist()
+        assert sorted((r["id"], r["amount"], r["day"].isoformat()) for r in rows) == sorted(want)
+        commits = tmp_path / "checkpoints" / pipeline.name / name / "commits"
+        assert len([c for c in commits.iterdir() if c.name.isdigit()]) == batches[name]
+
+    again = settings_for(tmp_path / "again", **{pipeline.name: params})
+    (tmp_path / "again" / "lake").mkdir(parents=True)
+    (tmp_path / "again" / "lake" / "inbox").symlink_to(tmp_path / "lake" / "inbox")
+    result = run_pipeline(pipeline, again, trigger="once")
+    assert {t.batches for t in result.flows.values()} == {1}
+
+
 def test_partitioned_parquet_output(spark: SparkSession, tmp_path: Path) -> None:
     rows = _inbox(tmp_path, files=1, per_file=6)
     output = FilesOutput("out/rows", "parquet", partition_by=("day",))
