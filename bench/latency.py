@@ -103,33 +103,35 @@ def paced(
         i += 1
 
 
+#: How often a watcher looks for a table's next version.
+WATCH_SECONDS = 0.02
+
+
 class Watcher(threading.Thread):
-    """Polls a Delta table with delta-rs; records when each new version became visible."""
+    """Records when each new version of a local Delta table became visible: the moment its
+    commit file ``_delta_log/<version>.json`` exists. Delta writes it with an atomic rename,
+    and a reader sees the version from then on.
+
+    One ``stat`` a look: reading the log with delta-rs 50 times a second cost 0.25 of a core
+    for the medallion's three tables, on the 2 cores the flows it measures run on.
+    """
 
     def __init__(self, path: Location) -> None:
         super().__init__(daemon=True)
+        if not path.is_local:
+            raise ValueError(f"the watcher reads local tables only, not {path}")
         self.path = path
         self.versions: list[tuple[int, float]] = []
         self.done = threading.Event()
 
     def run(self) -> None:
-        from deltalake import DeltaTable
-
-        table: DeltaTable | None = None
+        log = self.path.path / "_delta_log"
         seen = -1
         while not self.done.is_set():
-            try:
-                if table is None:
-                    table = DeltaTable(str(self.path))
-                else:
-                    table.update_incremental()
-                version = table.version()
-                if version > seen:
-                    self.versions.extend((v, time.time()) for v in range(seen + 1, version + 1))
-                    seen = version
-            except Exception:  # the table does not exist yet
-                table = None
-            time.sleep(0.02)
+            while (log / f"{seen + 1:020d}.json").exists():
+                seen += 1
+                self.versions.append((seen, time.time()))
+            time.sleep(WATCH_SECONDS)
 
 
 #: Commits that rewrite rows without changing them (the run's table maintenance).
