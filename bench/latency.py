@@ -4,8 +4,8 @@ Two flows of one pipeline run continuously (trigger ``0 seconds``: a batch start
 as the last ends) while a producer sends events at a steady rate, their event time the
 wall clock:
 
-- ``bronze``: every record as received. Latency of a row: the moment delta-rs first
-  sees it in the table minus its Kafka producer timestamp.
+- ``bronze``: every record as received. Latency of a row: the moment the commit that
+  added it appeared in the table's log (:class:`Watcher`) minus its Kafka producer timestamp.
 - ``windows``: counts per user in 2-second tumbling windows, watermark 0. A window can
   be written at the earliest when an event past its end arrives; its latency is the moment
   it is visible minus that earliest moment (window end).
@@ -329,7 +329,7 @@ def _real_time(bootstrap: str, root: Path, rate: float, seconds: int) -> list[fl
 
 def measure_latency(bootstrap: str, root: Path) -> dict[str, Any]:
     """Run this module in a fresh process; its JSON plus a Markdown section."""
-    title = "## Latency: produce -> visible in Delta (delta-rs), seconds"
+    title = "## Latency: produce -> visible in Delta, seconds"
     r = in_fresh_process("bench.latency", bootstrap, str(root), title=title)
     if "error" in r:
         return r

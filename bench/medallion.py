@@ -1,9 +1,9 @@
 """What a user of a medallion sees: the shipped ``orders`` pipeline, all seven flows
 running, while a producer sends orders at a steady rate.
 
-- ``bronze``: produce -> the order's row visible in ``bronze/orders`` (delta-rs polls the
-  table; a row's latency is the moment its version became visible minus its Kafka
-  producer timestamp).
+- ``bronze``: produce -> the order's row visible in ``bronze/orders`` (a watcher looks for
+  the table's next commit file; a row's latency is the moment its version became visible
+  minus its Kafka producer timestamp).
 - ``silver``: produce -> visible in ``silver/orders`` (a silver row carries the Kafka
   partition and offset of its bronze row, hence its producer timestamp).
 - ``gold``: a closed hour of ``gold/revenue_hourly``: the moment its rows became visible
