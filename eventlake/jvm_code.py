@@ -17,6 +17,7 @@ import tempfile
 import zipfile
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from eventlake.class_archive import java_binary
 from eventlake.errors import ErrorCode, EventlakeError
@@ -106,6 +107,24 @@ def own_jar(*, repository: str | None = None) -> Path:
         # Two processes compiling at once write the same jar; the rename is atomic.
         os.replace(jar, target)
     return target
+
+
+def own_class(jvm: Any, name: str) -> Any:
+    """The JVM class ``name`` (dotted) from eventlake's jar, or EL-JARS-004 when Spark was
+    started without that jar."""
+    from py4j.java_gateway import JavaClass
+
+    found = jvm
+    for part in name.split("."):
+        found = getattr(found, part)
+    if not isinstance(found, JavaClass):
+        raise EventlakeError(
+            ErrorCode.JVM_CODE_FAILED,
+            f"the JVM has no class {name}: eventlake's jar is not on Spark's classpath.",
+            expected="a session started by eventlake, or spark-submit given its jars",
+            fix="start Spark with get_spark, or pass `eventlake jars path` to --jars",
+        )
+    return found
 
 
 def spark_jars(*, repository: str | None = None) -> list[Path]:

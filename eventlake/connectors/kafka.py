@@ -233,9 +233,12 @@ def kafka_records(raw: DataFrame) -> DataFrame:
 
     Columns: ``key``, ``value`` (UTF-8 text; bytes that are not UTF-8 become U+FFFD, so
     every reader of the table can decode it), ``topic``, ``partition``, ``offset``,
-    ``kafka_timestamp`` (broker/producer time) and ``ingested_at`` (processing time).
+    ``kafka_timestamp`` (broker/producer time) and ``ingested_at`` (when the row was read:
+    :func:`eventlake.transforms.clock.processing_time`).
     """
     from pyspark.sql import functions as F
+
+    from eventlake.transforms.clock import processing_time
 
     return raw.select(
         F.make_valid_utf8(F.col("key").cast("string")).alias("key"),
@@ -244,7 +247,7 @@ def kafka_records(raw: DataFrame) -> DataFrame:
         "partition",
         "offset",
         F.col("timestamp").alias("kafka_timestamp"),
-        F.current_timestamp().alias("ingested_at"),
+        processing_time(raw.sparkSession).alias("ingested_at"),
     )
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.jvm_code import own_class
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -85,14 +86,5 @@ def drop_duplicates_within_watermark(df: DataFrame, keys: Sequence[str]) -> Data
     spark = df.sparkSession
     jvm = spark._jvm
     assert jvm is not None
-    processor = jvm.eventlake.state.FirstWithinWatermark
-    from py4j.java_gateway import JavaClass
-
-    if not isinstance(processor, JavaClass):
-        raise EventlakeError(
-            ErrorCode.JVM_CODE_FAILED,
-            f"the JVM has no class {PROCESSOR_CLASS}: eventlake's jar is not on Spark's classpath.",
-            expected="a session started by eventlake, or spark-submit given its jars",
-            fix="start Spark with get_spark, or pass `eventlake jars path` to --jars",
-        )
+    processor = own_class(jvm, PROCESSOR_CLASS)
     return DataFrame(processor.apply(df._jdf, list(keys), column, delay_ms), spark)

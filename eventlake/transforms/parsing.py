@@ -123,6 +123,7 @@ def quarantine_rows(checked: DataFrame, reason: str = "reason") -> DataFrame:
     from pyspark.sql import functions as F
 
     from eventlake.monitoring.observed import count_quarantined
+    from eventlake.transforms.clock import processing_time
 
     bad = checked.where(F.col(reason).isNotNull()).select(
         "key",
@@ -132,7 +133,7 @@ def quarantine_rows(checked: DataFrame, reason: str = "reason") -> DataFrame:
         "offset",
         "kafka_timestamp",
         F.col(reason).alias("reason"),
-        F.current_timestamp().alias("quarantined_at"),
+        processing_time(checked.sparkSession).alias("quarantined_at"),
     )
     return count_quarantined(bad)
 
