@@ -70,6 +70,14 @@ def delta_version(path: Location | Path | str) -> int:
     return int(DeltaTable(str(path)).version())
 
 
+def codegen_compilations(spark: SparkSession) -> int:
+    """Janino compiles of generated code in this session's JVM so far (Spark's own counter):
+    a flow whose code stays the same compiles nothing after its first batches."""
+    assert spark._jvm is not None
+    return int(spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+               .METRIC_COMPILATION_TIME().getCount())  # fmt: skip
+
+
 def consume_topic(
     bootstrap: str, topic: str, *, committed_only: bool = False, timeout: float = 60.0
 ) -> list[tuple[str, str]]:

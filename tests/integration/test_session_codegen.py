@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from eventlake.session import CODEGEN_CACHE_DEFAULT, CODEGEN_CACHE_ENTRIES
+from eventlake.testing import codegen_compilations
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -21,14 +22,6 @@ PLANS = 60
 SPARK_DEFAULT_ENTRIES = 100
 
 
-def _compiles(spark: SparkSession) -> int:
-    """Janino compiles of generated code in this JVM so far (Spark's own counter)."""
-    jvm = spark._jvm
-    assert jvm is not None
-    metrics = jvm.org.apache.spark.metrics.source.CodegenMetrics
-    return int(metrics.METRIC_COMPILATION_TIME().getCount())
-
-
 def _run_plans(spark: SparkSession, factor: int) -> list[int]:
     plans = (spark.range(1).selectExpr(f"id * {factor} + {i} AS v") for i in range(PLANS))
     return [plan.head()["v"] for plan in plans]
@@ -37,14 +30,14 @@ def _run_plans(spark: SparkSession, factor: int) -> list[int]:
 def test_plans_asked_for_again_reuse_their_compiled_code(spark: SparkSession) -> None:
     assert spark.conf.get(CODEGEN_CACHE_ENTRIES) == CODEGEN_CACHE_DEFAULT
     factor = random.randrange(10**6, 10**7)  # code no earlier test compiled
-    before = _compiles(spark)
+    before = codegen_compilations(spark)
     assert _run_plans(spark, factor) == list(range(PLANS))
-    first = _compiles(spark) - before
+    first = codegen_compilations(spark) - before
     assert first > SPARK_DEFAULT_ENTRIES  # the working set is larger than Spark's cache
 
-    before = _compiles(spark)
+    before = codegen_compilations(spark)
     assert _run_plans(spark, factor) == list(range(PLANS))
-    second = _compiles(spark) - before
+    second = codegen_compilations(spark) - before
     # With Spark's 100 entries, least recently used first, the same loop compiled most
     # classes again (96 of 120).
     assert second < PLANS // 10, f"{second} compiles when asked again (first pass {first})"

@@ -15,18 +15,12 @@ from pyspark.sql import functions as F
 
 from eventlake.connectors import kafka_records
 from eventlake.kafka import produce
-from eventlake.testing import read_delta, unique_name, wait_until
+from eventlake.testing import codegen_compilations, read_delta, unique_name, wait_until
 
 pytestmark = pytest.mark.integration
 
 #: Batches after the first few (the first plan compiles everything once).
 MEASURED = 4
-
-
-def _compilations(spark: SparkSession) -> int:
-    assert spark._jvm is not None
-    return int(spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
-               .METRIC_COMPILATION_TIME().getCount())  # fmt: skip
 
 
 def _rows(table: Path) -> int:
@@ -70,7 +64,7 @@ def _compiled_per_batch(
                 timeout=60,
                 what=f"record {batch} in the table",
             )
-            counts.append(_compilations(spark))
+            counts.append(codegen_compilations(spark))
     finally:
         query.stop()
     per_batch = [after - before for before, after in pairwise(counts[1:])]
