@@ -20,7 +20,7 @@ from eventlake.connectors.kafka import KafkaInput
 from eventlake.generator.clicks import EVENT_TYPES, PAGES
 from eventlake.generator.events import DEFAULT_START, iso, to_json
 from eventlake.pipelines import Pipeline
-from eventlake.transforms import parse_json
+from eventlake.transforms import from_json_bytes, parse_json
 from eventlake.transforms.windows import flatten_window, windowed
 
 if TYPE_CHECKING:
@@ -38,19 +38,24 @@ SLIDE = timedelta(minutes=5)
 golden = Pipeline("golden", description="Seed 002: JSON -> 10-min windows sliding 5 min -> Delta")
 
 
-def parsed(df: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
-    """The events of Kafka rows: parsed with ``from_json`` (as seed 002 writes it), or with
-    eventlake's arrow decoder (text fields, the event time cast)."""
+def parsed(df: DataFrame, decoder: JsonDecoder = "bytes") -> DataFrame:
+    """The events of Kafka rows: parsed with ``from_json`` (as seed 002 writes it), with
+    ``from_json`` given the records' bytes (eventlake's default), or with eventlake's arrow
+    decoder (text fields, the event time cast)."""
     from pyspark.sql import functions as F
 
     value = F.col("value").cast("string").alias("value")
     if decoder == "spark":
         return df.select(F.from_json(value, SCHEMA).alias("d")).select("d.*")
+    if decoder == "bytes":
+        return df.select(from_json_bytes(df.sparkSession, value, SCHEMA, {}).alias("d")).select(
+            "d.*"
+        )
     text = parse_json(df.select(value), TEXT_SCHEMA, decoder=decoder).select("data.*")
     return text.select(*FIELDS[:-1], F.col("event_time").cast("timestamp"))
 
 
-def golden_counts(ctx: FlowContext, df: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
+def golden_counts(ctx: FlowContext, df: DataFrame, decoder: JsonDecoder = "bytes") -> DataFrame:
     """The golden query on Kafka rows: events per user and 10-minute window sliding 5."""
     from pyspark.sql import functions as F
 

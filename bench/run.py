@@ -70,6 +70,11 @@ def _variants(bootstrap: str, root: Path) -> dict[str, tuple[str, str, list[str]
             "hand-tuned: max_offsets_per_trigger=1,000,000",
             eventlake("eventlake-tuned", "pipelines.golden.max_offsets_per_trigger=1000000"),
         ),
+        "eventlake-from-json": (
+            "eventlake",
+            "Spark's from_json decoding: json_decoder=spark",
+            eventlake("eventlake-from-json", "pipelines.golden.json_decoder=spark"),
+        ),
         "eventlake-arrow": (
             "eventlake",
             "the arrow JSON decoder: json_decoder=arrow",

@@ -11,9 +11,10 @@ from eventlake.config.model import MaintenanceOverride, RestartSettings
 from eventlake.durations import SparkInterval
 from eventlake.errors import EventlakeError
 
-#: How JSON is decoded: Spark's ``from_json``, or pyarrow in bulk with ``from_json`` for
-#: the records it does not claim (see :func:`eventlake.transforms.parse_json`).
-JsonDecoder = Literal["spark", "arrow"]
+#: How JSON is decoded: ``from_json`` given each record's bytes, Spark's ``from_json``, or
+#: pyarrow in bulk with ``from_json`` for the records it does not claim (see
+#: :func:`eventlake.transforms.parse_json`).
+JsonDecoder = Literal["bytes", "spark", "arrow"]
 
 #: 256 MiB: a 1M-event backlog of ~120-byte records is one batch; memory stays bounded.
 AUTO_BATCH_BYTES = 256 * 1024 * 1024
@@ -91,10 +92,11 @@ class PipelineParams(BaseModel):
     maintenance: MaintenanceOverride | None = None
 
     json_decoder: JsonDecoder = Field(
-        default="spark",
-        description="How the pipeline's transforms decode JSON records: spark (from_json) "
-        "or arrow (pyarrow in bulk, from_json for what it does not claim; the same rows, "
-        "faster when records are objects of string fields).",
+        default="bytes",
+        description="How the pipeline's transforms decode JSON records: bytes (from_json "
+        "given each record's bytes, not a reader over them), spark (from_json itself) or "
+        "arrow (pyarrow in bulk, from_json for what it does not claim). Each gives "
+        "from_json's rows.",
     )
 
     @field_validator("trigger")

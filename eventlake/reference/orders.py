@@ -81,7 +81,7 @@ REASONS = (
 )
 
 
-def checked_orders(bronze: DataFrame, decoder: JsonDecoder = "spark") -> DataFrame:
+def checked_orders(bronze: DataFrame, decoder: JsonDecoder = "bytes") -> DataFrame:
     """Bronze rows with the typed order fields and ``reason`` (null when valid)."""
     from pyspark.sql import functions as F
 

@@ -6,6 +6,7 @@ from eventlake.transforms.parsing import (
     checked_events,
     deduplicated_events,
     first_failure,
+    from_json_bytes,
     parse_json,
     quarantine_rows,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "deduplicated_events",
     "first_failure",
     "flatten_window",
+    "from_json_bytes",
     "parse_json",
     "quarantine_rows",
     "windowed",

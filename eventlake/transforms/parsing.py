@@ -10,13 +10,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from eventlake.config.params import JsonDecoder
+from eventlake.jvm_code import own_class
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from eventlake.watermarks import Watermarking
 
 CORRUPT = "_corrupt_record"
+PARSE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+JSON_CLASS = "eventlake.transforms.JsonRecords"
 INVALID_JSON = "invalid_json"
 NULL_VALUE = "null_value"
 
@@ -27,15 +30,19 @@ def parse_json(
     *,
     value: str = "value",
     into: str = "data",
-    decoder: JsonDecoder = "spark",
+    decoder: JsonDecoder = "bytes",
     once: bool = False,
 ) -> DataFrame:
     """Add struct column ``into`` parsed from JSON text column ``value`` with DDL ``schema``.
 
     Fields are best declared as STRING and typed afterwards with ``try_cast``, so that a
     wrong type is a reason, not a null. ``<into>._corrupt_record`` holds text that is not
-    a JSON object. ``decoder="arrow"`` (STRING fields only) decodes with pyarrow in bulk:
-    faster where the records are JSON objects of strings, identical in every row.
+    a JSON object. ``decoder="bytes"`` (the default) is ``from_json`` given each record's
+    bytes instead of a reader over them (``JsonRecords.java``, in eventlake's jar): the
+    same rows, without a reader's buffer and decoder allocated per record.
+    ``decoder="spark"`` is Spark's ``from_json`` itself. ``decoder="arrow"`` (STRING
+    fields only) decodes with pyarrow in bulk: faster where the records are JSON objects
+    of strings, identical in every row.
 
     ``once=True`` when a filter will read several fields of the struct, as one on a
     quarantine reason does (:func:`decoded_once`); it costs a plain decode about a fifth
@@ -44,17 +51,41 @@ def parse_json(
     from pyspark.sql import functions as F
 
     full = f"{schema}, {CORRUPT} STRING"
-    spark_decoded = F.from_json(
-        F.col(value), full, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-    )
+    spark_decoded = F.from_json(F.col(value), full, PARSE_OPTIONS)
     if decoder == "spark":
         source, decoded, helper = df, spark_decoded, None
+    elif decoder == "bytes":
+        source, decoded, helper = df, from_json_bytes(df.sparkSession, F.col(value), full), None
     elif decoder == "arrow":
         source, decoded, helper = _arrow_decoded(df, schema, spark_decoded, value=value, into=into)
     else:
-        raise ValueError(f"JSON decoder '{decoder}' is not one of spark, arrow")
+        raise ValueError(f"JSON decoder '{decoder}' is not one of bytes, spark, arrow")
     out = decoded_once(source, decoded, into) if once else source.withColumn(into, decoded)
     return out if helper is None else out.drop(helper)
+
+
+def from_json_bytes(
+    spark: SparkSession, json: Column, schema: str, options: dict[str, str] | None = None
+) -> Column:
+    """``from_json(json, schema, options)``, each record given to Jackson as its bytes;
+    the same rows (EL-JARS-004 without eventlake's jar)."""
+    from pyspark.sql.classic.column import Column
+
+    assert spark._jvm is not None
+    jvm = spark._jvm
+    java_options = jvm.java.util.HashMap()
+    for key, text in (PARSE_OPTIONS if options is None else options).items():
+        java_options.put(key, text)
+    conf = spark.conf
+    return Column(
+        own_class(jvm, JSON_CLASS).column(
+            json._jc,
+            jvm.org.apache.spark.sql.types.StructType.fromDDL(schema),
+            java_options,
+            conf.get("spark.sql.session.timeZone"),
+            conf.get("spark.sql.columnNameOfCorruptRecord"),
+        )
+    )
 
 
 def quoted(name: str) -> str:
@@ -157,7 +188,7 @@ FIELD_TYPES: dict[str, Callable[[Column], Column] | None] = {
 
 
 def checked_events(
-    records: DataFrame, fields: dict[str, str], *, decoder: JsonDecoder = "spark"
+    records: DataFrame, fields: dict[str, str], *, decoder: JsonDecoder = "bytes"
 ) -> DataFrame:
     """Kafka records (``kafka_records`` shape) with each of ``fields`` parsed from the JSON
     value, typed, and ``reason``: the first rule the record breaks, else null.
@@ -203,7 +234,7 @@ def deduplicated_events(
     time: str,
     keys: list[str],
     delay: str,
-    decoder: JsonDecoder = "spark",
+    decoder: JsonDecoder = "bytes",
 ) -> DataFrame:
     """The valid events of :func:`checked_events` (``fields`` plus Kafka ``partition`` and
     ``offset``), watermarked on ``time`` by ``delay`` (``ctx.with_watermark``) and

@@ -233,8 +233,9 @@ def test_shipped_config_has_a_section_per_pipeline_holding_its_defaults() -> Non
 def test_json_decoder_is_a_checked_choice_and_users_takes_from_json_only() -> None:
     registry = load_pipelines(examples=True)
     clickstream = registry.get("clickstream")
-    assert clickstream.parse_params({}).json_decoder == "spark"
+    assert clickstream.parse_params({}).json_decoder == "bytes"
     assert clickstream.parse_params({"json_decoder": "arrow"}).json_decoder == "arrow"
+    assert clickstream.parse_params({"json_decoder": "spark"}).json_decoder == "spark"
     with pytest.raises(EventlakeError) as unknown:
         clickstream.parse_params({"json_decoder": "simdjson"})
     assert unknown.value.code == ErrorCode.CONFIG_INVALID_VALUE

@@ -1,5 +1,6 @@
-"""Both JSON decoders give the same rows: the same fields, corrupt-record text and
-quarantine reasons, for clean records, hand-picked edge cases and random mutants."""
+"""Every JSON decoder gives ``from_json``'s rows: the same fields, corrupt-record text and
+quarantine reasons, for clean records, hand-picked edge cases, random mutants and bytes
+that are not UTF-8."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def _collected(df: DataFrame) -> list[tuple[object, ...]]:
     return [tuple(r) for r in as_text.orderBy(F.col("id").cast("long")).collect()]
 
 
-def test_both_decoders_give_the_same_rows(spark: SparkSession) -> None:
+def test_every_decoder_gives_the_same_rows(spark: SparkSession) -> None:
     values: list[str | None] = []
     for i, text in enumerate(EDGE_CASES):
         values += [CLEAN % (i, i, i % 60, i), text]
@@ -129,8 +130,10 @@ def test_both_decoders_give_the_same_rows(spark: SparkSession) -> None:
         claimed = _claimed(records)
         spark_rows = _collected(checked_events(records, FIELDS, decoder="spark"))
         arrow_rows = _collected(checked_events(records, FIELDS, decoder="arrow"))
-        spark_data = _collected(parse_json(records, DDL).select("id", "data"))
+        bytes_rows = _collected(checked_events(records, FIELDS, decoder="bytes"))
+        spark_data = _collected(parse_json(records, DDL, decoder="spark").select("id", "data"))
         arrow_data = _collected(parse_json(records, DDL, decoder="arrow").select("id", "data"))
+        bytes_data = _collected(parse_json(records, DDL, decoder="bytes").select("id", "data"))
     finally:
         spark.conf.unset(ARROW_BATCH)
     mutants = range(2 * len(EDGE_CASES), 2 * len(EDGE_CASES) + 3000)
@@ -144,8 +147,10 @@ def test_both_decoders_give_the_same_rows(spark: SparkSession) -> None:
         if s != a
     ]
     assert mismatches == []
+    assert bytes_rows == spark_rows
 
     assert spark_data == arrow_data
+    assert bytes_data == spark_data
     # The comparison has teeth: bad records and reasons of several kinds are in it.
     reasons = {row[-1] for row in spark_rows}
     assert {None, "null_value", "invalid_json", "invalid_amount", "missing_event_id"} <= reasons
@@ -169,7 +174,11 @@ def test_the_arrow_decoder_takes_string_fields_only(spark: SparkSession) -> None
         parse_json(_records(spark, ["{}"]), "n INT", decoder="arrow")
 
 
-@pytest.mark.parametrize("decoder", ["spark", "arrow"])
+#: How each decoder's parse reads in a physical plan.
+PARSE_IN_PLAN = {"spark": "from_json(", "arrow": "from_json(", "bytes": "JsonRecords"}
+
+
+@pytest.mark.parametrize("decoder", ["spark", "arrow", "bytes"])
 def test_a_filter_on_the_reason_parses_each_record_once(spark: SparkSession, decoder: str) -> None:
     """Spark's optimizer pushed the filter on ``reason`` below the parse and wrote
     ``from_json`` into it once per field the reason reads: nine parses a record."""
@@ -183,12 +192,12 @@ def test_a_filter_on_the_reason_parses_each_record_once(spark: SparkSession, dec
     bad = checked.where(F.col("reason").isNotNull())
     for frame in (valid, bad):
         plan = frame._jdf.queryExecution().executedPlan().toString()
-        assert plan.count("from_json(") == 1, plan
+        assert plan.count(PARSE_IN_PLAN[decoder]) == 1, plan
     assert sorted(r["event_id"] for r in valid.collect()) == sorted(f"e{i}" for i in range(20))
     assert sorted(r["reason"] for r in bad.collect()) == ["invalid_json", "null_value"]
 
 
-@pytest.mark.parametrize("decoder", ["spark", "arrow"])
+@pytest.mark.parametrize("decoder", ["spark", "arrow", "bytes"])
 def test_checked_events_takes_names_that_need_quoting(spark: SparkSession, decoder: str) -> None:
     fields = {"user id": "string", "event.time": "timestamp", "amount-usd": "double"}
     values = [
@@ -211,3 +220,50 @@ def test_checked_events_takes_names_that_need_quoting(spark: SparkSession, decod
         "`user id`", F.col("`event.time`").cast("string").alias("at"), "`amount-usd`"
     )
     assert [tuple(r) for r in first.collect()] == [("u1", "2026-01-01 00:00:05", 2.5)]
+
+
+NESTED = (
+    "s STRUCT<b: INT, c: ARRAY<STRING>>, m MAP<STRING, INT>, t TIMESTAMP, "
+    "d DECIMAL(10, 2), f DOUBLE, flag BOOLEAN, n BIGINT, text STRING"
+)
+
+
+def test_the_bytes_decoder_reads_bytes_as_from_json_reads_text(spark: SparkSession) -> None:
+    """Kafka values are bytes: not always UTF-8, sometimes with a byte order mark or in
+    UTF-16. Each row, typed fields and corrupt records included, is from_json's."""
+    good = (
+        '{"s": {"b": 1, "c": ["x", "y"]}, "m": {"k": 2}, "t": "2026-01-01T00:00:01.5Z", '
+        '"d": 12.345, "f": 1e-3, "flag": true, "n": 9007199254740993, "text": "caf\u00e9"}'
+    )
+    values: list[bytes | None] = [
+        good.encode(),
+        '{"text": "café ünïcödé ✓ 😀"}'.encode(),
+        b'{"text": "\xff\xfe broken \xc3", "n": 3}',
+        b'{"text": "' + bytes([0xFF, 0xFE, 0xC3]) + b'"}',  # not UTF-8
+        b'{"text": "ok", "n": "' + bytes([0xC3, 0x28]) + b'"}',
+        bytes([0xEF, 0xBB, 0xBF]) + b'{"text": "utf-8 bom"}',
+        '{"text": "utf-16"}'.encode("utf-16-le"),
+        '{"text": "utf-16 bom"}'.encode("utf-16"),
+        b'\x00{"text": "leading zero"}',
+        b'{"text": "zero\x00inside"}',
+        b"",
+        b"{",
+        b"\xff",
+        None,
+        b'{"s": {"b": "not an int"}, "t": "yesterday", "d": "x", "n": 1.5}',
+    ]
+    records = (
+        spark.createDataFrame(list(enumerate(values)), "id LONG, raw BINARY")
+        .withColumn("value", F.col("raw").cast("string"))
+        .repartition(1)
+        .sortWithinPartitions("id")
+    )
+    spark_data = _collected(parse_json(records, NESTED, decoder="spark").select("id", "data"))
+    bytes_data = _collected(parse_json(records, NESTED, decoder="bytes").select("id", "data"))
+
+    assert bytes_data == spark_data
+    by_id = {int(str(i)): data for i, data in spark_data}
+    assert "caf\u00e9" in str(by_id[0])
+    assert "9007199254740993" in str(by_id[0])
+    assert str(by_id[3]).count("\ufffd") == 3  # from_json's reader: U+FFFD for each bad byte
+    assert by_id[13] is None
