@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from eventlake.config.params import JsonDecoder
+from eventlake.config.params import DEFAULT_JSON_DECODER, JsonDecoder
 from eventlake.connectors.delta import DeltaOutput
 from eventlake.connectors.kafka import KafkaInput
 from eventlake.generator.clicks import EVENT_TYPES, PAGES
@@ -38,7 +38,7 @@ SLIDE = timedelta(minutes=5)
 golden = Pipeline("golden", description="Seed 002: JSON -> 10-min windows sliding 5 min -> Delta")
 
 
-def parsed(df: DataFrame, decoder: JsonDecoder = "bytes") -> DataFrame:
+def parsed(df: DataFrame, decoder: JsonDecoder = DEFAULT_JSON_DECODER) -> DataFrame:
     """The events of Kafka rows: parsed with ``from_json`` (as seed 002 writes it), with
     ``from_json`` given the records' bytes (eventlake's default), or with eventlake's arrow
     decoder (text fields, the event time cast)."""
@@ -55,7 +55,9 @@ def parsed(df: DataFrame, decoder: JsonDecoder = "bytes") -> DataFrame:
     return text.select(*FIELDS[:-1], F.col("event_time").cast("timestamp"))
 
 
-def golden_counts(ctx: FlowContext, df: DataFrame, decoder: JsonDecoder = "bytes") -> DataFrame:
+def golden_counts(
+    ctx: FlowContext, df: DataFrame, decoder: JsonDecoder = DEFAULT_JSON_DECODER
+) -> DataFrame:
     """The golden query on Kafka rows: events per user and 10-minute window sliding 5."""
     from pyspark.sql import functions as F
 

@@ -15,6 +15,8 @@ from eventlake.errors import EventlakeError
 #: pyarrow in bulk with ``from_json`` for the records it does not claim (see
 #: :func:`eventlake.transforms.parse_json`).
 JsonDecoder = Literal["bytes", "spark", "arrow"]
+#: The decoder of pipelines and transforms that name none.
+DEFAULT_JSON_DECODER: JsonDecoder = "bytes"
 
 #: 256 MiB: a 1M-event backlog of ~120-byte records is one batch; memory stays bounded.
 AUTO_BATCH_BYTES = 256 * 1024 * 1024
@@ -92,7 +94,7 @@ class PipelineParams(BaseModel):
     maintenance: MaintenanceOverride | None = None
 
     json_decoder: JsonDecoder = Field(
-        default="bytes",
+        default=DEFAULT_JSON_DECODER,
         description="How the pipeline's transforms decode JSON records: bytes (from_json "
         "given each record's bytes, not a reader over them), spark (from_json itself) or "
         "arrow (pyarrow in bulk, from_json for what it does not claim). Each gives "

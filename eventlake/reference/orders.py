@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from eventlake.config.params import JsonDecoder
+from eventlake.config.params import DEFAULT_JSON_DECODER, JsonDecoder
 from eventlake.connectors.delta import DeltaInput, DeltaOutput, ensure_delta_table
 from eventlake.connectors.kafka import KafkaInput, KafkaOutput, kafka_records
 from eventlake.pipelines import Pipeline, PipelineParams, SparkInterval, expect
@@ -81,7 +81,7 @@ REASONS = (
 )
 
 
-def checked_orders(bronze: DataFrame, decoder: JsonDecoder = "bytes") -> DataFrame:
+def checked_orders(bronze: DataFrame, decoder: JsonDecoder = DEFAULT_JSON_DECODER) -> DataFrame:
     """Bronze rows with the typed order fields and ``reason`` (null when valid)."""
     from pyspark.sql import functions as F
 

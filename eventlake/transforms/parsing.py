@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from eventlake.config.params import JsonDecoder
+from eventlake.config.params import DEFAULT_JSON_DECODER, JsonDecoder
 from eventlake.jvm_code import own_class
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def parse_json(
     *,
     value: str = "value",
     into: str = "data",
-    decoder: JsonDecoder = "bytes",
+    decoder: JsonDecoder = DEFAULT_JSON_DECODER,
     once: bool = False,
 ) -> DataFrame:
     """Add struct column ``into`` parsed from JSON text column ``value`` with DDL ``schema``.
@@ -51,12 +51,12 @@ def parse_json(
     from pyspark.sql import functions as F
 
     full = f"{schema}, {CORRUPT} STRING"
-    spark_decoded = F.from_json(F.col(value), full, PARSE_OPTIONS)
-    if decoder == "spark":
-        source, decoded, helper = df, spark_decoded, None
-    elif decoder == "bytes":
+    if decoder == "bytes":
         source, decoded, helper = df, from_json_bytes(df.sparkSession, F.col(value), full), None
+    elif decoder == "spark":
+        source, decoded, helper = df, F.from_json(F.col(value), full, PARSE_OPTIONS), None
     elif decoder == "arrow":
+        spark_decoded = F.from_json(F.col(value), full, PARSE_OPTIONS)
         source, decoded, helper = _arrow_decoded(df, schema, spark_decoded, value=value, into=into)
     else:
         raise ValueError(f"JSON decoder '{decoder}' is not one of bytes, spark, arrow")
@@ -188,7 +188,7 @@ FIELD_TYPES: dict[str, Callable[[Column], Column] | None] = {
 
 
 def checked_events(
-    records: DataFrame, fields: dict[str, str], *, decoder: JsonDecoder = "bytes"
+    records: DataFrame, fields: dict[str, str], *, decoder: JsonDecoder = DEFAULT_JSON_DECODER
 ) -> DataFrame:
     """Kafka records (``kafka_records`` shape) with each of ``fields`` parsed from the JSON
     value, typed, and ``reason``: the first rule the record breaks, else null.
@@ -234,7 +234,7 @@ def deduplicated_events(
     time: str,
     keys: list[str],
     delay: str,
-    decoder: JsonDecoder = "bytes",
+    decoder: JsonDecoder = DEFAULT_JSON_DECODER,
 ) -> DataFrame:
     """The valid events of :func:`checked_events` (``fields`` plus Kafka ``partition`` and
     ``offset``), watermarked on ``time`` by ``delay`` (``ctx.with_watermark``) and
