@@ -80,6 +80,7 @@ class ErrorCode(StrEnum):
     CHECKPOINT_MISSING = "EL-CHECKPOINT-001"
     CHECKPOINT_RESET_REFUSED = "EL-CHECKPOINT-002"
     CHECKPOINT_CORRUPT = "EL-CHECKPOINT-003"
+    CHECKPOINT_NOT_NEW = "EL-CHECKPOINT-004"
     DELTA_LOG_CORRUPT = "EL-DELTA-001"
     LATENESS_UNAVAILABLE = "EL-LATENESS-001"
     LATENESS_BUSY = "EL-LATENESS-002"
@@ -246,6 +247,8 @@ _STORAGE_SCHEME = ("org.apache.hadoop.fs.UnsupportedFileSystemException",)
 _DISK_FULL_CLASSES = ("java.io.IOException", "org.apache.hadoop.fs.FSError")
 _DISK_FULL_TEXT = "No space left on device"
 _JARS_CONDITIONS = ("DATA_SOURCE_NOT_FOUND",)
+#: A query with no planned batch found files in its checkpoint's offsets, state or commits.
+_CHECKPOINT_NOT_NEW = "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY"
 
 _RAISED = "USER_RAISED_EXCEPTION"
 #: Starts the message of a `fail` expectation's raise_error (eventlake.pipelines.expectations).
@@ -466,6 +469,12 @@ def _translate(exc: BaseException, context: str, in_query: bool = False) -> Even
             f"{where}Spark's Hadoop client has no filesystem for a URI's scheme ({cause}).",
             fix="add the filesystem's jars (e.g. hadoop-aws for s3a://) to Spark's classpath "
             "(spark.jars), or use a scheme pyspark's Hadoop client speaks (hdfs://, file:)",
+        )
+    if _CHECKPOINT_NOT_NEW in {c.condition for c in causes} | {cond}:
+        return EventlakeError(
+            ErrorCode.CHECKPOINT_NOT_NEW,
+            f"{where}the checkpoint has no planned batch, yet holds files Spark did not "
+            f"expect ({cause}).",
         )
     failed = [c for c in causes if c.condition == _RAISED and FAIL_MARK in c.message]
     if failed:

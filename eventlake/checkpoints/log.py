@@ -25,6 +25,12 @@ def _batches(folder: Location) -> list[int]:
 
 _VERSION_LINE = re.compile(r"^v\d+$")
 
+#: What Spark's CheckpointFileManager writes before it renames a log entry into place
+#: (``.<batch>.<uuid>.tmp``), and the checksum a local filesystem writes beside it.
+_UNFINISHED = re.compile(
+    r"^\.\.?\d+\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp(\.crc)?$"
+)
+
 
 def stream_id(checkpoint: Location | Path) -> str:
     """The query id Spark wrote to ``<checkpoint>/metadata`` when the checkpoint was new.
@@ -116,6 +122,25 @@ class CheckpointLog:
             return None
         last = planned[-1]
         return None if last == self.last_committed else last
+
+    def discard_unfinished_start(self) -> list[str]:
+        """Delete what a query killed while writing its first offsets entry left behind,
+        and return the names deleted.
+
+        Spark starts a query with no planned batch only over an empty ``offsets`` folder
+        (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY otherwise), so the temporary file of
+        that unfinished write would stop the flow at every start. Only Spark's temporary
+        files go, and only while no batch is planned: once one is, Spark ignores them.
+        """
+        folder = self.root / "offsets"
+        fs = filesystem(folder)
+        names = fs.list_names(folder)
+        if any(name.isdigit() for name in names):
+            return []
+        unfinished = [name for name in names if _UNFINISHED.match(name)]
+        for name in unfinished:
+            fs.delete(folder / name)
+        return unfinished
 
     def entry(self, batch: int) -> OffsetsEntry:
         """Batch ``batch``'s offsets entry, read once; EL-CHECKPOINT-003 when the file is

@@ -98,6 +98,12 @@ def _start_query(flow: PlannedFlow, trigger: str) -> StreamingQuery:
     query cannot start). The query's jobs go to a scheduler pool named after it: under
     ``spark.scheduler.mode=FAIR`` the flows share the cores instead of queueing their
     jobs one behind another (FIFO, Spark's default, ignores pools)."""
+    discarded = CheckpointLog(flow.checkpoint).discard_unfinished_start()
+    if discarded:
+        log.warning(
+            "%s: deleted %s, left in its checkpoint's offsets by a run killed while it "
+            "planned its first batch", flow.query_name, ", ".join(discarded),
+        )  # fmt: skip
     output = flow.spec.output
     output.open(flow.ctx)
     context = flow.ctx.spark.sparkContext

@@ -82,7 +82,7 @@ def verdict(
     """The verdict for ``flow``; ``state`` is its checkpoint's operators (None: not read,
     the fingerprint's operator names are compared instead)."""
     name = flow.query_name
-    if not CheckpointLog(flow.checkpoint).exists:
+    if not CheckpointLog(flow.checkpoint).planned:  # nothing to resume: starts at batch 0
         return Verdict(name, NEW)
     recorded = read_fingerprint(flow.checkpoint)
     tree = tree or flow.tree()

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import SparkSession
 
 from eventlake.config import Settings
 from eventlake.config.loader import settings_from_dict
-from eventlake.errors import EventlakeError, Recovery
+from eventlake.errors import EventlakeError, Recovery, translate
 from eventlake.testing import read_delta, run_available_now, settings_for
 
 pytestmark = pytest.mark.integration
@@ -111,6 +114,67 @@ def test_a_corrupted_checkpoint_file_is_a_fatal_coded_error(
     assert caught.value.code == "EL-CHECKPOINT-003"
     assert caught.value.recovery is Recovery.FATAL
     assert str(last) in caught.value.what
+
+
+def _unfinished_first_entry(spark: SparkSession, checkpoint: Path) -> list[str]:
+    """What a run killed while Spark wrote a query's first offsets entry leaves behind:
+    Spark's own atomic writer opened on ``offsets/0``, part written, never closed."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    offsets = checkpoint / "offsets"
+    offsets.mkdir(parents=True)
+    managers = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+    manager = managers.create(
+        jvm.org.apache.hadoop.fs.Path(str(offsets)), spark.sparkContext._jsc.hadoopConfiguration()
+    )
+    stream = manager.createAtomic(jvm.org.apache.hadoop.fs.Path(str(offsets / "0")), False)
+    stream.write(bytearray(b"v1\n"))
+    stream.flush()
+    return sorted(p.name for p in offsets.iterdir())
+
+
+def test_a_run_killed_while_it_planned_its_first_batch_does_not_stop_the_next(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """Spark starts a query with no batch only over an empty offsets folder, so the file
+    a killed first plan leaves there would stop the flow at every start (seen under SIGKILL
+    in test_orders_crash): eventlake deletes Spark's temporary files, and only those."""
+    # Spark alone refuses such a checkpoint; the refusal is EL-CHECKPOINT-004, fatal.
+    plain = tmp_path / "plain"
+    assert [n for n in _unfinished_first_entry(spark, plain) if n.endswith(".tmp")]
+    query = (
+        spark.readStream.format("rate").load().writeStream.format("noop")
+        .option("checkpointLocation", str(plain)).start()
+    )  # fmt: skip
+    with pytest.raises(StreamingQueryException) as refused:
+        query.awaitTermination(120)
+    error = translate(refused.value)
+    assert error.code == "EL-CHECKPOINT-004"
+    assert error.recovery is Recovery.FATAL
+
+    topic = make_topic(prefix="unfinished")
+    _send(bootstrap, topic, [(b"k", _order(1), [])])
+    settings = settings_for(
+        tmp_path, bootstrap, orders={"topic": topic, "high_value_topic": "x"}, examples=True
+    )
+    checkpoint = tmp_path / "checkpoints" / "orders" / "bronze"
+    assert [n for n in _unfinished_first_entry(spark, checkpoint) if n.endswith(".tmp")]
+    # A file of anyone else's stays, and Spark's refusal stops the run at once.
+    stray = checkpoint / "offsets" / "0.bak"
+    stray.write_text("v1\n")
+    with pytest.raises(EventlakeError) as caught:
+        run_available_now("orders", settings, flows=["bronze"])
+    assert caught.value.code == "EL-CHECKPOINT-004", caught.value.render()
+    assert "restarts)" not in caught.value.what
+    assert sorted(p.name for p in (checkpoint / "offsets").iterdir()) == ["0.bak"]
+
+    # Without it, the next start after a killed first plan runs.
+    shutil.rmtree(checkpoint)
+    left = _unfinished_first_entry(spark, checkpoint)
+    result = run_available_now("orders", settings, flows=["bronze"])
+    assert result.flows["orders.bronze"].input_rows == 1
+    assert len(read_delta(tmp_path / "lake" / "bronze" / "orders")) == 1
+    assert not set(left) & {p.name for p in (checkpoint / "offsets").iterdir()}
 
 
 def test_a_corrupted_delta_log_entry_is_a_fatal_coded_error(

@@ -49,3 +49,22 @@ def test_a_later_start_records_only_what_a_flow_may_change(tmp_path: Path) -> No
     written = (tmp_path / FINGERPRINT).stat().st_mtime_ns
     write_fingerprint(tmp_path, later)  # nothing changed: the file is left as it is
     assert (tmp_path / FINGERPRINT).stat().st_mtime_ns == written
+
+
+def test_only_sparks_temporary_files_of_an_unplanned_first_batch_are_discarded(
+    tmp_path: Path,
+) -> None:
+    log = CheckpointLog(tmp_path)
+    assert log.discard_unfinished_start() == []  # no checkpoint yet
+    offsets = tmp_path / "offsets"
+    offsets.mkdir()
+    temp = ".0.85072410-2bc8-4ac1-b20e-a42f180c06e2.tmp"
+    for name in (temp, f".{temp}.crc", "0.bak", ".0.crc", ".0.notauuid.tmp"):
+        (offsets / name).write_text("")
+    assert sorted(log.discard_unfinished_start()) == sorted([temp, f".{temp}.crc"])
+    assert sorted(p.name for p in offsets.iterdir()) == [".0.crc", ".0.notauuid.tmp", "0.bak"]
+    # Once a batch is planned, Spark ignores such files, and so does eventlake.
+    (offsets / temp.replace(".0.", ".1.")).write_text("")
+    _log(tmp_path, "offsets", 0)
+    assert log.discard_unfinished_start() == []
+    assert (offsets / temp.replace(".0.", ".1.")).exists()
