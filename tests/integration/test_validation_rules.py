@@ -172,6 +172,13 @@ def test_v005_slide_larger_than_window(spark: SparkSession, tmp_path: Path) -> N
     only(check(spark, tmp_path, sliding), "EL-V005")
 
 
+def planned_not_committed(checkpoint: Path) -> None:
+    """Batch 0 of a one-source query planned and not committed, as Spark logs it."""
+    offsets = checkpoint / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "0").write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}\n0\n')
+
+
 def test_v006_checkpoint_of_a_different_plan(spark: SparkSession, tmp_path: Path) -> None:
     first = Pipeline("p")
     first.flow(name="f", input=RateInput(), output=MemoryOutput())(lambda c, df: df)
@@ -180,7 +187,7 @@ def test_v006_checkpoint_of_a_different_plan(spark: SparkSession, tmp_path: Path
     write_fingerprint(plan.flows[0].checkpoint, plan.flows[0].fingerprint())
     # A batch was planned, none committed: no state to read, the fingerprints are compared
     # (the state itself: test_upgrade_check.py).
-    (plan.flows[0].checkpoint.path / "offsets").mkdir()
+    planned_not_committed(plan.flows[0].checkpoint.path)
 
     def dedup(c: Any, df: DataFrame) -> DataFrame:
         return wm(df).dropDuplicatesWithinWatermark(["value"])
@@ -190,8 +197,11 @@ def test_v006_checkpoint_of_a_different_plan(spark: SparkSession, tmp_path: Path
     assert "stateful" in changed.findings[0].what
 
     foreign = tmp_path / "other"
-    (foreign / "cp" / "p" / "f" / "offsets").mkdir(parents=True)
+    planned_not_committed(foreign / "cp" / "p" / "f")
     only(check(spark, foreign, lambda c, df: df), "EL-V006")
+    # Nothing planned, nothing to resume: a new checkpoint, whoever made the folder.
+    (foreign / "cp" / "p" / "f" / "offsets" / "0").unlink()
+    assert codes(check(spark, foreign, lambda c, df: df)) == []
 
 
 def test_v008_outer_join_without_watermarks_and_range(spark: SparkSession, tmp_path: Path) -> None:
@@ -385,7 +395,7 @@ def test_w110_checkpoint_resumes_with_a_new_watermark_delay(
     plan, report = check_pipeline(first, settings_for(tmp_path), spark)
     assert codes(report) == []
     write_fingerprint(plan.flows[0].checkpoint, plan.flows[0].fingerprint())
-    (plan.flows[0].checkpoint.path / "offsets").mkdir()
+    planned_not_committed(plan.flows[0].checkpoint.path)
 
     later = check(spark, tmp_path, delayed("5 minutes"))
     only(later, "EL-W110")
