@@ -394,13 +394,15 @@ class LogFileHandler(logging.FileHandler):
 
 def configure_python_logging(log: Path) -> None:
     """eventlake's and libraries' Python logging (warnings and up; eventlake's info too)
-    into ``log``, once per process."""
+    into ``log``, once per process; so are Python warnings (pyspark's, with their Java
+    stack traces), which would otherwise print on the console."""
     root = logging.getLogger()
     if any(getattr(h, "eventlake", False) for h in root.handlers):
         return
     handler = LogFileHandler(log)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
+    logging.captureWarnings(True)
     root.setLevel(min(root.level or logging.WARNING, logging.WARNING))
     logging.getLogger("eventlake").setLevel(logging.INFO)
 
