@@ -82,7 +82,9 @@ def verdict(
     """The verdict for ``flow``; ``state`` is its checkpoint's operators (None: not read,
     the fingerprint's operator names are compared instead)."""
     name = flow.query_name
-    if not CheckpointLog(flow.checkpoint).planned:  # nothing to resume: starts at batch 0
+    log = CheckpointLog(flow.checkpoint)
+    planned = log.planned
+    if not planned:  # nothing to resume: the query starts at batch 0
         return Verdict(name, NEW)
     recorded = read_fingerprint(flow.checkpoint)
     tree = tree or flow.tree()
@@ -103,18 +105,15 @@ def verdict(
         if was is not None and list(was) != list(now["watermarks"]):
             changes.append(f"watermark {', '.join(was) or 'none'} -> "
                            f"{', '.join(now['watermarks']) or 'none'}")  # fmt: skip
-    log = CheckpointLog(flow.checkpoint)
-    planned = log.planned
-    if planned:
-        sources = log.sources(planned[-1])
-        held = len(sources)
-        reads = sum(1 for n in tree.walk() if n.name.startswith("StreamingRelation"))
-        if reads and held != reads:  # e.g. idle_timeout's heartbeat source added or removed
-            blocked.append(f"the query reads {reads} source(s), its checkpoint has offsets "
-                           f"of {held}")  # fmt: skip
-        elif _rate_heartbeat(sources) and flow.ctx.params.idle_timeout:
-            blocked.append("its idle_timeout heartbeats were Spark's rate source, now the "
-                           "eventlake_heartbeat source")  # fmt: skip
+    sources = log.sources(planned[-1])
+    held = len(sources)
+    reads = sum(1 for n in tree.walk() if n.name.startswith("StreamingRelation"))
+    if reads and held != reads:  # e.g. idle_timeout's heartbeat source added or removed
+        blocked.append(f"the query reads {reads} source(s), its checkpoint has offsets "
+                       f"of {held}")  # fmt: skip
+    elif _rate_heartbeat(sources) and flow.ctx.params.idle_timeout:
+        blocked.append("its idle_timeout heartbeats were Spark's rate source, now the "
+                       "eventlake_heartbeat source")  # fmt: skip
     if state is not None:
         blocked += _state_changes(planned_operators(tree), state)
     elif recorded is not None and recorded.get("stateful") != now["stateful"]:
