@@ -72,10 +72,12 @@ def run_pipeline(
         report: Report | None = None
         if validate:
             plan, report = check_pipeline(
-                pipeline, settings, spark, flows=flows, trigger=trigger, run=run
-            )
+                pipeline, settings, spark, flows=flows, trigger=trigger, run=run,
+                defer_creation=True,
+            )  # fmt: skip
         else:
-            plan = build_plan(pipeline, settings, spark, flows=flows, trigger=trigger, run=run)
+            plan = build_plan(pipeline, settings, spark, flows=flows, trigger=trigger, run=run,
+                              defer_creation=True)  # fmt: skip
         if on_plan is not None:
             on_plan(plan, report)
         if report is not None:

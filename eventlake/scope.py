@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -152,6 +153,62 @@ class DueWork(Generic[T]):
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+
+#: The name prefix of the threads that create outputs (planning's and the run's).
+CREATE_THREADS = "eventlake-create"
+
+
+class OutputCreation:
+    """Outputs created on worker threads while their flows' queries start, by flow.
+
+    Planning hands over the outputs no other flow reads (a cold JVM takes seconds over
+    Delta's first table); the flow's batch function waits for its output before the first
+    write (:meth:`wait`). A creation that failed raises in that batch, and the flow's next
+    batch (after its restart) tries it again, on its own thread.
+    """
+
+    def __init__(self, workers: int = 4) -> None:
+        self._workers = workers
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: dict[str, tuple[Callable[[], None], Future[None] | None]] = {}
+
+    def submit(self, flow: str, create: Callable[[], None]) -> None:
+        """Start ``create()`` for ``flow``'s output (the worker threads start on first use)."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, CREATE_THREADS)
+            self._pending[flow] = (create, self._pool.submit(create))
+
+    def pending(self) -> list[str]:
+        """The flows whose output is not yet known to exist (being created, or failed)."""
+        with self._lock:
+            return sorted(self._pending)
+
+    def wait(self, flow: str) -> None:
+        """Return once ``flow``'s output exists (at once when it was not handed over);
+        raise what its creation raised."""
+        with self._lock:
+            entry = self._pending.get(flow)
+        if entry is None:
+            return
+        create, future = entry
+        try:
+            future.result() if future is not None else create()
+        except BaseException:
+            with self._lock:
+                self._pending[flow] = (create, None)
+            raise
+        with self._lock:
+            self._pending.pop(flow, None)
+
+    def close(self) -> None:
+        """Let the creations under way finish; those not started never run."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 class RunScope:

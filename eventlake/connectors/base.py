@@ -22,6 +22,7 @@ from eventlake.connectors.capabilities import (
     InputCapabilities,
     OutputCapabilities,
 )
+from eventlake.scope import OutputCreation
 from eventlake.triggers import apply_trigger, is_real_time
 
 #: The column :meth:`Input.replay` adds where it can tell which batch read each row.
@@ -191,6 +192,9 @@ class BatchFunction(ABC):
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
+            creation = self.ctx.run.find(OutputCreation)
+            if creation is not None:  # the output may still be being created
+                creation.wait(self.ctx.query_name)
             self.write_batch(df, batch_id)
         except Exception as exc:
             self.ctx.run.failures.record(self.ctx.query_name, exc)

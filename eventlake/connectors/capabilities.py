@@ -89,6 +89,10 @@ class OutputCapabilities:
     quarantine: bool = False
     #: Rows the flow's watermark drops can be kept in a ``*_late`` table beside it.
     late_rows: bool = True
+    #: ``ensure`` only creates the destination, and the writer (a ``BatchFunction``)
+    #: waits for it before the first write: when no other flow reads the output, the
+    #: flow's query starts while it is created.
+    deferred_creation: bool = False
 
     def __post_init__(self) -> None:
         unknown = self.output_modes - OUTPUT_MODES

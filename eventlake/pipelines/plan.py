@@ -8,7 +8,9 @@ can start streaming from it at once.
 Flows are built one at a time, in dependency order (a transform is the user's code, never
 called from two threads at once); each output is created on a worker thread while the
 next flows are built, and a flow is built once every output of the levels before its own
-exists.
+exists. With ``defer_creation``, an output no flow reads whose writer waits for it (the
+``deferred_creation`` capability) is left to the run's :class:`OutputCreation`: its flow's
+query starts while it is created, and the first write waits for it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -24,13 +26,14 @@ from typing_extensions import Unpack
 
 from eventlake.checkpoints import Fingerprint
 from eventlake.config import Settings
+from eventlake.connectors.base import TableRef
 from eventlake.context import FlowConfig, FlowContext
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.monitoring.observed import count_output
 from eventlake.pipelines.api import FlowSpec, Pipeline
 from eventlake.pipelines.expectations import apply_expectations
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree, watermarks
-from eventlake.scope import RunScope
+from eventlake.scope import CREATE_THREADS, OutputCreation, RunScope
 from eventlake.storage import Location
 from eventlake.triggers import is_micro_batch
 
@@ -151,12 +154,16 @@ def check_flow_names(pipeline: Pipeline, flows: list[str] | None) -> None:
 class PlanOptions(TypedDict, total=False):
     """What to plan: ``flows`` (a subset), ``trigger`` (over every flow's own) and
     ``lake_root`` (instead of the config's: `validate` plans into a scratch folder) and
-    ``run`` (the scope the flows will run in; a new one when the plan is only looked at)."""
+    ``run`` (the scope the flows will run in; a new one when the plan is only looked at),
+    ``defer_creation`` (outputs that no flow reads and that wait for their creation
+    themselves are created while the queries start; else every output exists when the
+    plan is returned)."""
 
     flows: list[str] | None
     trigger: str | None
     lake_root: Location | Path | None
     run: RunScope | None
+    defer_creation: bool
 
 
 #: Outputs created at once (each creation mostly waits on its Delta commit).
@@ -182,10 +189,11 @@ def build_plan(
     flows, trigger = options.get("flows"), options.get("trigger")
     configs = pipeline.configs(settings, options.get("lake_root"))
     check_flow_names(pipeline, flows)
+    read = _tables_read(pipeline) if options.get("defer_creation") else None
     planned: list[PlannedFlow] = []
     creating: list[Future[None]] = []
     level = 0
-    with ThreadPoolExecutor(CREATE_WORKERS, thread_name_prefix="eventlake-create") as pool:
+    with ThreadPoolExecutor(CREATE_WORKERS, CREATE_THREADS) as pool:
         for spec, lvl, ups in dependency_order(pipeline):  # sorted by level
             if lvl != level:  # what was submitted so far is the levels below this one
                 _created(creating)
@@ -196,10 +204,26 @@ def build_plan(
             planned.append(flow)
             if inspect is not None and not inspect(flow):
                 continue
-            creating.append(pool.submit(_create_output, flow))
+            if read is not None and _deferrable(flow, read):
+                run.service(OutputCreation).submit(flow.query_name, partial(_create_output, flow))
+            else:
+                creating.append(pool.submit(_create_output, flow))
         _created(creating)
     selected = tuple(flows) if flows else tuple(pipeline.flows)
     return Plan(pipeline=pipeline, flows=tuple(planned), selected=selected, run=run)
+
+
+def _tables_read(pipeline: Pipeline) -> set[TableRef]:
+    """Every lake table a flow of ``pipeline`` reads (streamed or static)."""
+    inputs = (i for spec in pipeline.flows.values() for i in spec.all_inputs())
+    return {t for t in (i.table() for i in inputs) if t is not None}
+
+
+def _deferrable(flow: PlannedFlow, read: set[TableRef]) -> bool:
+    """Whether ``flow``'s output can be created while its query starts: its writer waits
+    for it, and no flow reads it (a reader is built against the table's schema)."""
+    output = flow.spec.output
+    return output.capabilities.deferred_creation and not set(output.tables()) & read
 
 
 def _created(futures: Iterable[Future[None]]) -> None:

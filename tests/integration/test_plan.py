@@ -1,24 +1,30 @@
 """Planning creates each flow's output on a worker while the next flows are built; a flow
 is built only once the outputs of the levels before it exist, and a failed creation is
-raised once every other creation has finished."""
+raised once every other creation has finished. A run creates an output no flow reads
+while its flow's query starts; the first batch waits for it."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from eventlake.checkpoints import CheckpointLog
 from eventlake.connectors import DeltaInput, DeltaOutput, FilesInput
 from eventlake.context import FlowContext
 from eventlake.errors import EventlakeError
 from eventlake.pipelines import Pipeline
 from eventlake.pipelines.plan import build_plan
+from eventlake.run import run_pipeline, run_plan
+from eventlake.scope import CREATE_THREADS, OutputCreation, RunScope
 from eventlake.testing import read_delta, settings_for
 
 pytestmark = pytest.mark.integration
@@ -39,6 +45,17 @@ class AwaitedOutput(DeltaOutput):
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
         self.seen.append(self.built.wait(HANDSHAKE_SECONDS))
+        super().ensure(ctx, schema)
+
+
+@dataclass(frozen=True)
+class HeldOutput(DeltaOutput):
+    """A Delta output whose creation waits until the test sets ``release``."""
+
+    release: threading.Event = field(default_factory=threading.Event, compare=False)
+
+    def ensure(self, ctx: FlowContext, schema: StructType) -> None:
+        assert self.release.wait(HANDSHAKE_SECONDS), "the test never released the creation"
         super().ensure(ctx, schema)
 
 
@@ -113,3 +130,79 @@ def test_a_failed_creation_is_raised_after_the_others_finished(
     assert blocked.is_file()  # nothing replaced the file
     assert read_delta(tmp_path / "lake" / "silver" / "fine").num_rows == 0
     assert not [t for t in threading.enumerate() if t.name.startswith("eventlake-create")]
+
+
+def _two_levels(tmp_path: Path, name: str, gold: DeltaOutput) -> Pipeline:
+    inbox = _inbox(tmp_path)
+    p = Pipeline(name)
+
+    @p.flow(name="a_silver", input=inbox, output=DeltaOutput("silver", "first"))
+    def a_silver(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    @p.flow(name="b_gold", input=DeltaInput("silver", "first"), output=gold)
+    def b_gold(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    return p
+
+
+def test_an_output_no_flow_reads_is_created_while_its_query_runs(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    gold = HeldOutput("gold", "leaf")
+    p = _two_levels(tmp_path, "deferred", gold)
+    lake = tmp_path / "lake"
+    run = RunScope()
+    plan = build_plan(p, settings_for(tmp_path), spark, trigger="available-now", run=run,
+                      defer_creation=True)  # fmt: skip
+
+    # The plan is back while gold's creation is held; silver, which b_gold reads, exists.
+    creation = run.find(OutputCreation)
+    assert creation is not None
+    assert creation.pending() == ["deferred.b_gold"]
+    assert (lake / "silver" / "first" / "_delta_log").is_dir()
+    assert not (lake / "gold" / "leaf" / "_delta_log").exists()
+    results: list[object] = []
+    runner = threading.Thread(target=lambda: results.append(run_plan(plan)))
+    runner.start()
+    gold_log = CheckpointLog(plan.flows[1].checkpoint)
+    deadline = time.monotonic() + 120
+    while gold_log.in_flight is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gold_log.in_flight == 0, "b_gold's query never planned its first batch"
+    assert runner.is_alive()
+    assert not (lake / "gold" / "leaf" / "_delta_log").exists()
+    assert gold_log.last_committed is None
+    gold.release.set()
+    runner.join(120)
+    assert not runner.is_alive()
+    assert len(results) == 1
+    table = DeltaTable(str(lake / "gold" / "leaf"))
+    # Created first, then written: a write that had not waited would have made version 0.
+    assert [h["operation"] for h in table.history()] == ["WRITE", "CREATE TABLE"]
+    assert table.to_pyarrow_table().to_pylist() == [{"id": "r-1", "amount": 1.0}]
+    assert gold_log.last_committed == 0
+    assert creation.pending() == []
+    assert not [t for t in threading.enumerate() if t.name.startswith(CREATE_THREADS)]
+
+
+def test_a_deferred_creation_that_fails_fails_its_flows_first_batch(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    p = _two_levels(tmp_path, "deferred_fails", DeltaOutput("gold", "blocked"))
+    blocked = tmp_path / "lake" / "gold" / "blocked"
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("a file where the table's folder would go\n")
+
+    with pytest.raises(EventlakeError) as raised:
+        run_pipeline(p, settings_for(tmp_path), trigger="available-now")
+
+    assert "deferred_fails.b_gold" in raised.value.what
+    assert "creating delta:gold/blocked" in raised.value.what
+    assert raised.value.code.startswith("EL-")
+    assert blocked.is_file()
+    # It failed in b_gold's first batch (planned, never committed), after a_silver ran.
+    (checkpoint,) = (tmp_path / "checkpoints").glob("**/b_gold")
+    assert CheckpointLog(checkpoint).in_flight == 0
+    assert read_delta(tmp_path / "lake" / "silver" / "first").num_rows == 1

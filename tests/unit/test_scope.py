@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from eventlake.scope import RunScope
+import pytest
+
+from eventlake.scope import CREATE_THREADS, OutputCreation, RunScope
 
 
 class Held:
@@ -65,3 +67,77 @@ def test_services_are_created_once_across_threads() -> None:
     for t in threads:
         t.join()
     assert made == [1]
+
+
+def test_a_flow_waits_for_its_output_created_on_a_worker() -> None:
+    release = threading.Event()
+    made: list[str] = []
+
+    def create() -> None:
+        assert release.wait(30)
+        made.append(threading.current_thread().name)
+
+    creation = OutputCreation()
+    creation.submit("p.gold", create)
+    assert creation.pending() == ["p.gold"]
+    creation.wait("p.other")  # a flow whose output was not handed over does not wait
+    waited = threading.Thread(target=creation.wait, args=("p.gold",))
+    waited.start()
+    waited.join(0.2)
+    assert waited.is_alive()
+    assert made == []
+    release.set()
+    waited.join(30)
+    assert not waited.is_alive()
+    assert len(made) == 1
+    assert made[0].startswith(CREATE_THREADS)
+    assert creation.pending() == []
+    creation.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith(CREATE_THREADS)]
+
+
+def test_a_failed_creation_raises_in_the_batch_and_the_next_batch_tries_it_again() -> None:
+    attempts: list[str] = []
+
+    def create() -> None:
+        attempts.append(threading.current_thread().name)
+        if len(attempts) < 3:
+            raise OSError(f"attempt {len(attempts)}")
+
+    creation = OutputCreation()
+    creation.submit("p.gold", create)
+    with pytest.raises(OSError, match="attempt 1"):
+        creation.wait("p.gold")
+    assert creation.pending() == ["p.gold"]
+    with pytest.raises(OSError, match="attempt 2"):  # tried again, in the waiting thread
+        creation.wait("p.gold")
+    creation.wait("p.gold")
+    assert creation.pending() == []
+    assert attempts[0].startswith(CREATE_THREADS)
+    assert attempts[1:] == [threading.current_thread().name] * 2
+    creation.wait("p.gold")  # created: nothing runs again
+    assert len(attempts) == 3
+    creation.close()
+
+
+def test_closing_lets_a_creation_under_way_finish_and_drops_those_not_started() -> None:
+    started, release = threading.Event(), threading.Event()
+    done: list[str] = []
+
+    def slow() -> None:
+        started.set()
+        assert release.wait(30)
+        done.append("slow")
+
+    creation = OutputCreation(workers=1)
+    creation.submit("p.slow", slow)
+    creation.submit("p.queued", lambda: done.append("queued"))
+    assert started.wait(30)
+    closing = threading.Thread(target=creation.close)
+    closing.start()
+    closing.join(0.2)
+    assert closing.is_alive()  # waits for the creation under way
+    release.set()
+    closing.join(30)
+    assert not closing.is_alive()
+    assert done == ["slow"]

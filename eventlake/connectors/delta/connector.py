@@ -168,6 +168,8 @@ class DeltaOutput(_LakeTable, Output):
     same id and offsets; the table's log shows that batch committed and the write is
     skipped, so no row is lost or duplicated. Requires a checkpoint owned by this flow
     alone. Output modes: append and complete (complete overwrites the table each batch).
+    The table is created empty before the flow starts; when no flow of the pipeline reads
+    it, while the flow's query starts (its first batch waits for it).
     """
 
     partition_by: tuple[str, ...] = ()
@@ -176,6 +178,7 @@ class DeltaOutput(_LakeTable, Output):
         guarantee=Guarantee.EXACTLY_ONCE,
         output_modes=frozenset({"append", "complete"}),
         quarantine=True,
+        deferred_creation=True,
     )
 
     def ensure(self, ctx: FlowContext, schema: StructType) -> None:
