@@ -19,7 +19,7 @@ from eventlake.operations.run_monitor import RunMonitor
 from eventlake.operations.server import check_exposure, tls_context
 from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.loader import project_pipelines
-from eventlake.pipelines.plan import Plan, build_plan, check_flow_names
+from eventlake.pipelines.plan import Plan, build_plan, check_flow_names, ends
 from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topics
 from eventlake.scope import RunScope
 from eventlake.session import SparkStart
@@ -65,7 +65,8 @@ def run_pipeline(
         check_exposure(settings.metrics)
         tls_context(settings.metrics)
     configs = pipeline.configs(settings)
-    starting = SparkStart(settings)  # the JVM starts while the broker is asked
+    # The JVM starts while the broker is asked; a run that ends collects for throughput.
+    starting = SparkStart(settings, finite=ends(pipeline, configs, flows, trigger))
     preflight_topics(pipeline, configs, flows)
     spark = starting.result()
     with RunScope() as run:

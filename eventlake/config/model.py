@@ -114,6 +114,11 @@ class SparkSettings(_Section):
     #: Every this many seconds the driver JVM hands the C heap's free memory back to the
     #: system (HotSpot's periodic native trim, where its Java has it); 0 turns it off.
     native_trim_seconds: float = Field(default=60, ge=0)
+    #: The driver JVM's garbage collector: ``auto`` is Parallel (throughput) for a run
+    #: whose every flow ends (``available-now``, ``once``) and the JVM's default, G1
+    #: (short pauses), for a run that lasts; ``g1`` or ``parallel`` for every run. A
+    #: collector named in ``spark.driver.extraJavaOptions`` wins.
+    gc: Literal["auto", "g1", "parallel"] = "auto"
     #: Where each eventlake process keeps a folder of Spark's local files (under a local
     #: master) and its JVM's temporary files, instead of /tmp; default ``scratch`` beside
     #: the logs. A start removes the folders of processes gone.

@@ -35,7 +35,7 @@ from eventlake.pipelines.expectations import apply_expectations
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree, watermarks
 from eventlake.scope import CREATE_THREADS, OutputCreation, RunScope
 from eventlake.storage import Location
-from eventlake.triggers import is_micro_batch
+from eventlake.triggers import is_finite, is_micro_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -137,6 +137,21 @@ def dependency_order(pipeline: Pipeline) -> list[tuple[FlowSpec, int, tuple[str,
 
     ordered = sorted(pipeline.flows.values(), key=lambda s: (level(s.name, ()), s.name))
     return [(s, levels[s.name], upstream[s.name]) for s in ordered]
+
+
+def trigger_of(spec: FlowSpec, config: FlowConfig, trigger: str | None = None) -> str:
+    """The trigger ``spec`` runs with: ``trigger`` (the run's), else the config's for the
+    flow, else the one its code declares, else the pipeline's."""
+    params = config.params
+    return trigger or params.triggers.get(spec.name) or spec.trigger or params.trigger
+
+
+def ends(pipeline: Pipeline, configs: dict[str, FlowConfig], flows: list[str] | None,
+         trigger: str | None) -> bool:  # fmt: skip
+    """Whether every flow a run of ``pipeline`` starts (``flows``, else all) ends once its
+    input is read (``available-now``, ``once``)."""
+    chosen = [s for s in pipeline.flows.values() if not flows or s.name in flows]
+    return all(is_finite(trigger_of(s, configs[s.name], trigger)) for s in chosen)
 
 
 def check_flow_names(pipeline: Pipeline, flows: list[str] | None) -> None:
@@ -253,8 +268,7 @@ def _build(
     """The flow's DataFrame, with its expectations and output counted; None when it
     cannot be built and ``on_error`` took the error."""
     where = f"flow '{spec.query_name}'"
-    params = config.params
-    flow_trigger = trigger or params.triggers.get(spec.name) or spec.trigger or params.trigger
+    flow_trigger = trigger_of(spec, config, trigger)
     try:
         bare = FlowContext.of(config, spark, trigger=flow_trigger, run=run)
         streams = {r: i.read(bare) for r, i in spec.inputs}

@@ -226,3 +226,18 @@ def test_the_scratch_folder_holds_the_jvms_temporary_and_local_spark_files(
     monkeypatch.setenv("SPARK_LOCAL_DIRS", "/d")
     assert "spark.local.dir" not in scratch_conf(scratch, {}, "local")
     assert scratch_conf(scratch, {}, "local")[DRIVER_JAVA_OPTIONS] == tmpdir
+
+
+def test_the_collector_follows_the_run_unless_the_user_names_one() -> None:
+    from eventlake.session import gc_option
+
+    assert gc_option("auto", finite=True) == "-XX:+UseParallelGC"
+    assert gc_option("auto", finite=False) is None  # the JVM's default: G1
+    assert gc_option("parallel", finite=False) == "-XX:+UseParallelGC"
+    assert gc_option("g1", finite=True) == "-XX:+UseG1GC"
+    # Two collectors stop the JVM from starting: the user's own wins.
+    assert gc_option("parallel", finite=True, java_options="-Xss4m -XX:+UseZGC") is None
+    assert gc_option("auto", finite=True, java_options="-XX:+UseG1GC") is None
+    assert gc_option("auto", finite=True, java_options="-XX:-UseCompressedOops") == (
+        "-XX:+UseParallelGC"
+    )
