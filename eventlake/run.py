@@ -21,7 +21,7 @@ from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.loader import project_pipelines
 from eventlake.pipelines.plan import Plan, build_plan, check_flow_names, ends
 from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topics
-from eventlake.scope import RunScope
+from eventlake.scope import OutputCreation, RunScope
 from eventlake.session import SparkStart
 from eventlake.transforms.heartbeat import IdleWatch
 from eventlake.validation import Report, check_pipeline, require_valid
@@ -52,7 +52,10 @@ def run_pipeline(
     plan is built and, with ``validate``, checked against the production rules (any
     error: EL-VALIDATE-001, nothing started). Finite triggers (``available-now``,
     ``once``) return once every flow has processed its input; others run until ``stop``
-    is set. ``trigger`` overrides every flow's; ``flows`` runs a subset.
+    is set. In a run whose flows all end, an output no flow reads is created while its
+    flow's query starts (:class:`~eventlake.scope.OutputCreation`), and the driver JVM
+    collects with Parallel (``spark.gc``). ``trigger`` overrides every flow's; ``flows``
+    runs a subset.
     ``metrics_port`` (else ``metrics.port``; 0 picks a free one) serves ``/metrics``,
     ``/api/status`` and the dashboard while the run lasts; ``on_serve`` gets its URL.
     """
@@ -65,8 +68,10 @@ def run_pipeline(
         check_exposure(settings.metrics)
         tls_context(settings.metrics)
     configs = pipeline.configs(settings)
-    # The JVM starts while the broker is asked; a run that ends collects for throughput.
-    starting = SparkStart(settings, finite=ends(pipeline, configs, flows, trigger))
+    # The JVM starts while the broker is asked. A run that ends collects for throughput,
+    # and its leaf outputs are created while their queries start.
+    finite = ends(pipeline, configs, flows, trigger)
+    starting = SparkStart(settings, finite=finite)
     preflight_topics(pipeline, configs, flows)
     spark = starting.result()
     with RunScope() as run:
@@ -74,11 +79,11 @@ def run_pipeline(
         if validate:
             plan, report = check_pipeline(
                 pipeline, settings, spark, flows=flows, trigger=trigger, run=run,
-                defer_creation=True,
+                defer_creation=finite,
             )  # fmt: skip
         else:
             plan = build_plan(pipeline, settings, spark, flows=flows, trigger=trigger, run=run,
-                              defer_creation=True)  # fmt: skip
+                              defer_creation=finite)  # fmt: skip
         if on_plan is not None:
             on_plan(plan, report)
         if report is not None:
@@ -129,6 +134,9 @@ def run_plan(
         if monitor.url and on_serve is not None:
             on_serve(monitor.url)
         result = runner.run(stop)
+        creation = run.find(OutputCreation)
+        if creation is not None:  # a flow that wrote no batch never waited for its output
+            creation.wait_all()
         keeper.close()
         result.late_rows_kept = dict(keeper.kept)
         return result

@@ -165,7 +165,8 @@ class OutputCreation:
     Planning hands over the outputs no other flow reads (a cold JVM takes seconds over
     Delta's first table); the flow's batch function waits for its output before the first
     write (:meth:`wait`). A creation that failed raises in that batch, and the flow's next
-    batch (after its restart) tries it again, on its own thread.
+    batch (after its restart) tries it again, on its own thread. :meth:`wait_all` at the
+    run's end makes sure of the outputs of flows that wrote no batch.
     """
 
     def __init__(self, workers: int = 4) -> None:
@@ -182,9 +183,10 @@ class OutputCreation:
             self._pending[flow] = (create, self._pool.submit(create))
 
     def pending(self) -> list[str]:
-        """The flows whose output is not yet known to exist (being created, or failed)."""
+        """The flows whose output is not yet known to exist (being created, or failed),
+        in the order they were handed over."""
         with self._lock:
-            return sorted(self._pending)
+            return list(self._pending)
 
     def wait(self, flow: str) -> None:
         """Return once ``flow``'s output exists (at once when it was not handed over);
@@ -203,12 +205,18 @@ class OutputCreation:
         with self._lock:
             self._pending.pop(flow, None)
 
+    def wait_all(self) -> None:
+        """Return once every output handed over exists; raise the first failure (in the
+        order they were handed over)."""
+        for flow in self.pending():
+            self.wait(flow)
+
     def close(self) -> None:
-        """Let the creations under way finish; those not started never run."""
+        """Let every creation handed over finish (failures are left to :meth:`wait`)."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=True)
 
 
 class RunScope:

@@ -25,7 +25,7 @@ from eventlake.pipelines import Pipeline
 from eventlake.pipelines.plan import build_plan
 from eventlake.run import run_pipeline, run_plan
 from eventlake.scope import CREATE_THREADS, OutputCreation, RunScope
-from eventlake.testing import read_delta, settings_for
+from eventlake.testing import read_delta, running_pipeline, settings_for
 
 pytestmark = pytest.mark.integration
 
@@ -206,3 +206,32 @@ def test_a_deferred_creation_that_fails_fails_its_flows_first_batch(
     (checkpoint,) = (tmp_path / "checkpoints").glob("**/b_gold")
     assert CheckpointLog(checkpoint).in_flight == 0
     assert read_delta(tmp_path / "lake" / "silver" / "first").num_rows == 1
+
+
+def test_a_run_that_ends_leaves_every_output_even_of_a_flow_that_wrote_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    (tmp_path / "lake" / "inbox").mkdir(parents=True)  # nothing to read
+    p = Pipeline("empty_inbox")
+
+    @p.flow(name="copy", input=FilesInput("inbox", "json", SCHEMA),
+            output=DeltaOutput("gold", "copy"))  # fmt: skip
+    def copy(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    run_pipeline(p, settings_for(tmp_path), trigger="available-now")
+
+    (checkpoint,) = (tmp_path / "checkpoints").glob("**/copy")
+    assert CheckpointLog(checkpoint).planned == []  # the flow ran no batch
+    table = read_delta(tmp_path / "lake" / "gold" / "copy")
+    assert table.num_rows == 0
+    assert table.schema.names == ["id", "amount"]
+
+
+def test_a_run_that_lasts_creates_every_output_before_its_queries_start(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    p = _two_levels(tmp_path, "lasting", DeltaOutput("gold", "leaf"))
+    with running_pipeline(p, settings_for(tmp_path), trigger="1 second"):
+        # Served once the plan is built, before the queries start: the leaf is there.
+        assert read_delta(tmp_path / "lake" / "gold" / "leaf").num_rows == 0

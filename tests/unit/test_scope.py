@@ -120,7 +120,7 @@ def test_a_failed_creation_raises_in_the_batch_and_the_next_batch_tries_it_again
     creation.close()
 
 
-def test_closing_lets_a_creation_under_way_finish_and_drops_those_not_started() -> None:
+def test_closing_waits_for_every_creation_handed_over() -> None:
     started, release = threading.Event(), threading.Event()
     done: list[str] = []
 
@@ -132,6 +132,7 @@ def test_closing_lets_a_creation_under_way_finish_and_drops_those_not_started() 
     creation = OutputCreation(workers=1)
     creation.submit("p.slow", slow)
     creation.submit("p.queued", lambda: done.append("queued"))
+    assert creation.pending() == ["p.slow", "p.queued"]
     assert started.wait(30)
     closing = threading.Thread(target=creation.close)
     closing.start()
@@ -140,4 +141,14 @@ def test_closing_lets_a_creation_under_way_finish_and_drops_those_not_started() 
     release.set()
     closing.join(30)
     assert not closing.is_alive()
-    assert done == ["slow"]
+    assert done == ["slow", "queued"]  # and for the one queued behind it
+
+
+def test_the_runs_end_raises_a_failed_creation_of_a_flow_that_wrote_nothing() -> None:
+    creation = OutputCreation()
+    creation.submit("p.fine", lambda: None)
+    creation.submit("p.broken", lambda: (_ for _ in ()).throw(OSError("no room")))
+    with pytest.raises(OSError, match="no room"):
+        creation.wait_all()
+    assert creation.pending() == ["p.broken"]
+    creation.close()
