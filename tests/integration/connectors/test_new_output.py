@@ -130,7 +130,8 @@ def test_an_output_defined_in_one_file_runs_end_to_end(spark: SparkSession, tmp_
     assert row["module"].startswith("eventlake_user_ledger_output")
     assert row["guarantee"] == "at-least-once"
     assert row["capabilities"] == {"output modes": "append", "triggers": "micro-batch",
-                                   "quarantine": "no", "late rows": "yes"}  # fmt: skip
+                                   "quarantine": "no", "late rows": "yes",
+                                   "deferred creation": "no"}  # fmt: skip
     table = run_cli(*args)
     assert table.returncode == 0, table.stderr
     assert "LedgerOutput" in table.stdout

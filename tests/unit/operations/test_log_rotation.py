@@ -24,6 +24,23 @@ with open(sys.argv[1], "ab", buffering=0) as out:
 """
 
 
+#: A second process appending lines on its own, as the JVM does (no thread of the test's
+#: process, so the rotation never waits for it to let go of Python's lock): until stdin
+#: closes; then prints the last line's number.
+FREE_WRITER = """
+import sys, threading
+done = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+line = 0
+with open(sys.argv[1], "ab", buffering=0) as out:
+    out.write(b"x" * 100 + b"\\n")
+    while not done.wait(0.001):
+        out.write(f"line {line:06d} ".encode() + b"y" * 90 + b"\\n")
+        line += 1
+print(line - 1, flush=True)
+"""
+
+
 class Writer:
     def __init__(self, path: Path) -> None:
         self.process = subprocess.Popen(
@@ -76,23 +93,24 @@ def test_older_files_shift_and_the_oldest_beyond_keep_is_dropped(tmp_path: Path)
 
 def test_the_service_rotates_once_the_file_passes_its_size(tmp_path: Path) -> None:
     log = tmp_path / "eventlake.log"
-    writer = Writer(log)
+    log.touch()
     service = LogRotation(log, max_bytes=2048, keep=2, check_seconds=0.05)
     service.start()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", FREE_WRITER, str(log)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
-        writer.write("x" * 100)
-        assert service.rotations == 0
-        line = 0
-        deadline = time.monotonic() + 60
-        while service.rotations < 3:  # each line waits for the writer: the file grows
-            writer.write(f"line {line:06d} " + "y" * 90)
-            line += 1
-            assert time.monotonic() < deadline, f"{service.rotations} rotations in a minute"
+        wait_until(lambda: service.rotations >= 3, timeout=60, interval=0.01,
+                   what="three rotations")  # fmt: skip
+        last, _ = writer.communicate("", timeout=60)  # stops it
+        line = int(last) + 1
         wait_until(lambda: not log.exists() or log.stat().st_size <= 2048, timeout=10,
                    what="the log back under its size")  # fmt: skip
     finally:
         service.close()
-        writer.close()
+        if writer.poll() is None:
+            writer.kill()
     assert "eventlake-log-rotation" not in {t.name for t in threading.enumerate()}
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["eventlake.log", "eventlake.log.1", "eventlake.log.2"]
