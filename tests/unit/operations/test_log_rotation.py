@@ -7,7 +7,6 @@ import itertools
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from eventlake.operations.log_rotation import LogRotation, rotate, rotated
