@@ -157,6 +157,8 @@ class DueWork(Generic[T]):
 
 #: The name prefix of the threads that create outputs (planning's and the run's).
 CREATE_THREADS = "eventlake-create"
+#: Outputs created at once (each creation mostly waits on its Delta commit).
+CREATE_WORKERS = 4
 
 
 class OutputCreation:
@@ -169,7 +171,7 @@ class OutputCreation:
     run's end makes sure of the outputs of flows that wrote no batch.
     """
 
-    def __init__(self, workers: int = 4) -> None:
+    def __init__(self, workers: int = CREATE_WORKERS) -> None:
         self._workers = workers
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None

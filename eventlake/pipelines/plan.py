@@ -33,7 +33,7 @@ from eventlake.monitoring.observed import count_output
 from eventlake.pipelines.api import FlowSpec, Pipeline
 from eventlake.pipelines.expectations import apply_expectations
 from eventlake.pipelines.plan_tree import STATEFUL, PlanNode, analysed_tree, watermarks
-from eventlake.scope import CREATE_THREADS, OutputCreation, RunScope
+from eventlake.scope import CREATE_THREADS, CREATE_WORKERS, OutputCreation, RunScope
 from eventlake.storage import Location
 from eventlake.triggers import is_finite, is_micro_batch
 
@@ -179,10 +179,6 @@ class PlanOptions(TypedDict, total=False):
     lake_root: Location | Path | None
     run: RunScope | None
     defer_creation: bool
-
-
-#: Outputs created at once (each creation mostly waits on its Delta commit).
-CREATE_WORKERS = 4
 
 
 def build_plan(
