@@ -15,6 +15,7 @@ from eventlake.errors import EventlakeError
 from eventlake.monitoring import ProgressListener
 from eventlake.operations.late_rows import LateKeeper
 from eventlake.operations.log_rotation import LogRotation
+from eventlake.operations.native_trim import NativeTrim
 from eventlake.operations.run_monitor import RunMonitor
 from eventlake.operations.server import check_exposure, tls_context
 from eventlake.pipelines.api import Pipeline, Registry
@@ -99,9 +100,9 @@ def run_plan(
     metrics_port: int | None = None,
     on_serve: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """Run ``plan`` with a progress listener, the run's monitor, late-row keeper and log
-    rotation for its duration; the plan's run scope is closed at the end (its services
-    drained)."""
+    """Run ``plan`` with a progress listener, the run's monitor, late-row keeper, log
+    rotation and the driver's C-heap trim for its duration; the plan's run scope is closed
+    at the end (its services drained)."""
     spark = plan.flows[0].ctx.spark
     settings = plan.flows[0].ctx.settings
     own = listener is None
@@ -119,6 +120,7 @@ def run_plan(
         rotation = run.add_service(
             LogRotation(settings.log_file(), settings.log.max_bytes, settings.log.keep)
         )
+    trim = run.add_service(NativeTrim(settings.spark.native_trim_seconds))
     monitor = run.add_service(
         RunMonitor(plan, listener, port=metrics_port, host=host, running=runner.active)
     )
@@ -126,6 +128,7 @@ def run_plan(
     try:
         if rotation is not None:
             rotation.start()
+        trim.start()
         monitor.start()
         keeper.start()
         idle = run.find(IdleWatch)

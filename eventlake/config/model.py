@@ -111,8 +111,9 @@ class SparkSettings(_Section):
     #: Start the driver JVM with the class-data archive ``eventlake jars fetch`` built
     #: (seconds off its start and its first Delta and Kafka operations) when there is one.
     class_archive: bool = True
-    #: Every this many seconds the driver JVM hands the C heap's free memory back to the
-    #: system (HotSpot's periodic native trim, where its Java has it); 0 turns it off.
+    #: Every this many seconds the driver JVM (HotSpot's periodic native trim, where its
+    #: Java has it) and, while a run lasts, the driver's Python process (glibc's
+    #: ``malloc_trim``) hand their C heap's free memory back to the system; 0 turns it off.
     native_trim_seconds: float = Field(default=60, ge=0)
     #: The driver JVM's garbage collector: ``auto`` is Parallel (throughput) for a run
     #: whose every flow ends (``available-now``, ``once``) and the JVM's default, G1

@@ -21,6 +21,7 @@ from eventlake.checkpoints import CheckpointLog
 from eventlake.connectors import DeltaInput, DeltaOutput, FilesInput
 from eventlake.context import FlowContext
 from eventlake.errors import EventlakeError
+from eventlake.operations.native_trim import TRIM_THREAD
 from eventlake.pipelines import Pipeline
 from eventlake.pipelines.plan import build_plan
 from eventlake.run import run_pipeline, run_plan
@@ -235,3 +236,10 @@ def test_a_run_that_lasts_creates_every_output_before_its_queries_start(
     with running_pipeline(p, settings_for(tmp_path), trigger="1 second"):
         # Served once the plan is built, before the queries start: the leaf is there.
         assert read_delta(tmp_path / "lake" / "gold" / "leaf").num_rows == 0
+        # The run's services are up by then, the driver's C-heap trim among them.
+        assert TRIM_THREAD in _threads()
+    assert TRIM_THREAD not in _threads()
+
+
+def _threads() -> set[str]:
+    return {t.name for t in threading.enumerate()}
