@@ -228,7 +228,7 @@ class PipelineRunner:
 
     def run(self, stop: threading.Event | None = None) -> RunResult:
         stop = stop or threading.Event()
-        finite = all(is_finite(f.trigger) for f in self.plan.flows)
+        finite = all(is_finite(f.trigger) for f in self.plan.chosen())
         result = RunResult(self.plan)
         try:
             for level in self.plan.levels():

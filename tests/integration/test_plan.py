@@ -229,6 +229,39 @@ def test_a_run_that_ends_leaves_every_output_even_of_a_flow_that_wrote_nothing(
     assert table.schema.names == ["id", "amount"]
 
 
+def test_a_run_of_the_one_flow_that_ends_returns_though_another_flow_lasts(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    p = Pipeline("one_of_two")
+
+    @p.flow(name="once", input=_inbox(tmp_path), output=DeltaOutput("silver", "once"),
+            trigger="available-now")  # fmt: skip
+    def once(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    @p.flow(name="lasting", input=DeltaInput("silver", "once"),
+            output=DeltaOutput("gold", "lasting"), trigger="1 second")  # fmt: skip
+    def lasting(ctx: Any, df: DataFrame) -> DataFrame:
+        return df
+
+    done, stop = threading.Event(), threading.Event()
+
+    def run() -> None:
+        run_pipeline(p, settings_for(tmp_path), flows=["once"], stop=stop)
+        done.set()
+
+    runs = threading.Thread(target=run)
+    runs.start()
+    runs.join(timeout=120)
+    ended = done.is_set()
+    stop.set()  # a run that waits for a stop instead of ending stops here
+    runs.join(timeout=60)
+    assert ended, "the run of a flow that ends waited for a stop"
+    assert read_delta(tmp_path / "lake" / "silver" / "once").num_rows == 1
+    # The other flow was planned (validated), never started.
+    assert not list((tmp_path / "checkpoints").glob("**/lasting/offsets/*"))
+
+
 def test_a_run_that_lasts_creates_every_output_before_its_queries_start(
     spark: SparkSession, tmp_path: Path
 ) -> None:
