@@ -99,7 +99,7 @@ def main() -> None:
            "rocksdb_cache_bytes": "RocksDB block cache (memtables charged to it)",
            "jvm_untracked_less_rocksdb_bytes": "the same less RocksDB",
            "driver_malloc_used_bytes": "driver C heap in use",
-           "driver_malloc_free_bytes": "driver C heap free, kept"})  # fmt: skip
+           "driver_malloc_free_bytes": "driver C heap free (glibc's count)"})  # fmt: skip
     _both(
         phases,
         "checkpoints and state",
