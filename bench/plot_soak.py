@@ -98,6 +98,7 @@ def main() -> None:
           {"jvm_untracked_bytes": "JVM RSS less NMT committed",
            "rocksdb_cache_bytes": "RocksDB block cache (memtables charged to it)",
            "jvm_untracked_less_rocksdb_bytes": "the same less RocksDB",
+           "jvm_untracked_trimmed_less_rocksdb_bytes": "the same, glibc's free given back",
            "driver_malloc_used_bytes": "driver C heap in use",
            "driver_malloc_free_bytes": "driver C heap free (glibc's count)"})  # fmt: skip
     _both(

@@ -11,6 +11,7 @@ samples:
 - driver (Python) and JVM resident memory, and the JVM heap in use;
 - the JVM's memory by NMT category, what is resident outside it, and RocksDB's share of
   that (the block cache its instances share); the driver's C heap, in use and held free;
+  then the JVM's resident memory again once glibc has given back what it held free;
 - per Delta table the files and bytes its current version reads, and those on disk (read
   by delta-rs in a process of its own, so that its memory is not the driver's);
 - the checkpoints' files and bytes, and the state stores' bytes.
@@ -142,25 +143,33 @@ TRIM_LINE = re.compile(r"RSS\+Swap: ([\d.]+)([KMG])->([\d.]+)([KMG])")
 UNIT = {"K": 2**10, "M": 2**20, "G": 2**30}
 
 
+def jvm_trim(jvm_pid: int) -> tuple[int, int] | None:
+    """The JVM's C allocator asked to give back what it holds free (``jcmd PID
+    System.trim_native_heap``): its resident bytes before and after, as HotSpot reports
+    them; None when jcmd cannot."""
+    try:
+        out = subprocess.run(["jcmd", str(jvm_pid), "System.trim_native_heap"],
+                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if m := TRIM_LINE.search(out):  # HotSpot prints each in K, M or G
+        return (int(float(m.group(1)) * UNIT[m.group(2)]),
+                int(float(m.group(3)) * UNIT[m.group(4)]))  # fmt: skip
+    return None
+
+
 def trimmed(jvm_pid: int) -> dict[str, int]:
     """Resident bytes each process's C allocator held free and gave back when asked
-    (glibc's ``malloc_trim``: the driver's directly, the JVM's with ``jcmd PID
-    System.trim_native_heap``), and the resident bytes before. Taken once, after the last
-    sample: memory the allocators keep is not memory anything uses."""
+    (glibc's ``malloc_trim``: the driver's directly, the JVM's with :func:`jvm_trim`), and
+    the resident bytes before. Taken once, after the last sample: memory the allocators
+    keep is not memory anything uses."""
     found: dict[str, int] = {}
     before = _rss_bytes("self")
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
         found = {"driver_rss_bytes": before, "driver_freed_bytes": before - _rss_bytes("self")}
-    try:
-        out = subprocess.run(["jcmd", str(jvm_pid), "System.trim_native_heap"],
-                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return found
-    if m := TRIM_LINE.search(out):  # HotSpot prints each in K, M or G
-        a = int(float(m.group(1)) * UNIT[m.group(2)])
-        b = int(float(m.group(3)) * UNIT[m.group(4)])
-        found |= {"jvm_rss_bytes": a, "jvm_freed_bytes": a - b}
+    if (jvm := jvm_trim(jvm_pid)) is not None:
+        found |= {"jvm_rss_bytes": jvm[0], "jvm_freed_bytes": jvm[0] - jvm[1]}
     return found
 
 
@@ -338,6 +347,13 @@ class Sampler(threading.Thread):
             "checkpoint_bytes": checkpoint_bytes,
             "state_bytes": state_bytes(self.checkpoints),
         }
+        # Then the JVM's resident memory with what glibc held free given back (it trims
+        # every minute itself; how much it holds at a sample is chance): memory in use.
+        if (jvm := jvm_trim(self.jvm_pid)) is not None:
+            s["jvm_rss_trimmed_bytes"] = jvm[1]
+            s["jvm_untracked_trimmed_less_rocksdb_bytes"] = (
+                jvm[1] - committed.get("Total", jvm[1]) - rocksdb["rocksdb_cache_bytes"]
+            )
         if tracemalloc.is_tracing():  # PYTHONTRACEMALLOC=N and TRACEMALLOC_DIR_ENV: where
             s["driver_traced_bytes"] = tracemalloc.get_traced_memory()[0]
             if folder := os.environ.get(TRACEMALLOC_DIR_ENV):
@@ -586,6 +602,7 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
                           "jvm_rss_anon_bytes", "jvm_rss_file_bytes",
                           "jvm_heap_used_bytes", "jvm_committed_bytes", "jvm_untracked_bytes",
                           "rocksdb_cache_bytes", "jvm_untracked_less_rocksdb_bytes",
+                          "jvm_rss_trimmed_bytes", "jvm_untracked_trimmed_less_rocksdb_bytes",
                           "jvm_direct_buffer_bytes", "checkpoint_bytes", "state_bytes")
               if all(key in s for s in samples)}  # fmt: skip
     return {"batch_p99": p99, "files": files, "memory": memory,
