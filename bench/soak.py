@@ -163,10 +163,12 @@ def trimmed(jvm_pid: int) -> dict[str, int]:
     (glibc's ``malloc_trim``: the driver's directly, the JVM's with :func:`jvm_trim`), and
     the resident bytes before. Taken once, after the last sample: memory the allocators
     keep is not memory anything uses."""
+    from eventlake.operations.native_trim import malloc_trim
+
     found: dict[str, int] = {}
     before = _rss_bytes("self")
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    if (trim := malloc_trim()) is not None:
+        trim()
         found = {"driver_rss_bytes": before, "driver_freed_bytes": before - _rss_bytes("self")}
     if (jvm := jvm_trim(jvm_pid)) is not None:
         found |= {"jvm_rss_bytes": jvm[0], "jvm_freed_bytes": jvm[0] - jvm[1]}
@@ -389,11 +391,15 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
     })  # fmt: skip
 
 
+def _chosen_conf() -> dict[str, str]:
+    """The soak's RocksDB budget and ``--spark-conf`` (which wins)."""
+    return {STATE_MEMORY_CONF: str(STATE_MEMORY_MB),
+            **json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")}  # fmt: skip
+
+
 def _spark_conf() -> dict[str, str]:
-    """``--spark-conf``, with the driver JVM tracking its memory by category and the soak's
-    RocksDB budget."""
-    conf: dict[str, str] = json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")
-    conf.setdefault(STATE_MEMORY_CONF, str(STATE_MEMORY_MB))
+    """:func:`_chosen_conf`, with the driver JVM tracking its memory by category."""
+    conf = _chosen_conf()
     key = "spark.driver.extraJavaOptions"
     conf[key] = f"{NMT_OPTION} {conf.get(key, '')}".strip()
     return conf
@@ -626,8 +632,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from eventlake.postgres import EmbeddedPostgres
     from eventlake.testing import free_port
 
-    conf = {STATE_MEMORY_CONF: str(STATE_MEMORY_MB),
-            **json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")}  # fmt: skip
+    conf = _chosen_conf()
     results: dict[str, Any] = {"machine": machine(),
                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "phases": {}, "spark_conf": conf}  # fmt: skip
