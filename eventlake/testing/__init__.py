@@ -34,6 +34,15 @@ def unique_name(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
+def resident_bytes(pid: int | str = "self", field: str = "VmRSS") -> int:
+    """Process ``pid``'s resident bytes from ``/proc/<pid>/status`` (Linux): all
+    (``VmRSS``) or anonymous pages only (``RssAnon``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024
+    raise LookupError(f"no {field} in /proc/{pid}/status")
+
+
 def wait_until(
     condition: Callable[[], T | None],
     *,

@@ -5,10 +5,11 @@ grows the process; eventlake's session starts the JVM with HotSpot's periodic tr
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from eventlake.testing import resident_bytes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -17,13 +18,6 @@ pytestmark = pytest.mark.integration
 
 BLOCK = 64 * 2**10  # under glibc's mmap threshold (128 KiB): served from an arena
 BLOCKS = 4096  # 256 MiB
-
-
-def _rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS for {pid}")
 
 
 def _unsafe(jvm: Any) -> Any:
@@ -49,11 +43,13 @@ def test_the_driver_jvm_gives_back_the_c_heap_it_holds_free(spark: SparkSession)
             unsafe.setMemory(block, BLOCK, 1)  # touched: resident
         for block in blocks:
             unsafe.freeMemory(block)
-        held = _rss(pid)  # glibc keeps the freed blocks resident
+        held = resident_bytes(pid)  # glibc keeps the freed blocks resident
         deadline = time.monotonic() + 2 * interval + 30
-        while _rss(pid) > held - (BLOCK * BLOCKS) * 3 // 4 and time.monotonic() < deadline:
+        while (
+            resident_bytes(pid) > held - (BLOCK * BLOCKS) * 3 // 4 and time.monotonic() < deadline
+        ):
             time.sleep(0.5)
-        given_back = held - _rss(pid)
+        given_back = held - resident_bytes(pid)
     finally:
         unsafe.freeMemory(guard)
     assert given_back >= (BLOCK * BLOCKS) * 3 // 4, (

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 from eventlake.operations.native_trim import TRIM_THREAD, NativeTrim, malloc_trim
-from eventlake.testing import wait_until
+from eventlake.testing import resident_bytes, wait_until
 
 #: Blocks under glibc's mmap threshold (128 KiB) come from an arena and stay there freed.
 BLOCK = 64 * 1024
@@ -14,10 +13,7 @@ BLOCKS = 400  # 25 MiB
 
 
 def _rss_anon() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no RssAnon in /proc/self/status")
+    return resident_bytes(field="RssAnon")
 
 
 def _freed_below_a_kept_block() -> list[bytearray]:
