@@ -92,7 +92,8 @@ def main() -> None:
                "written)", "seconds", out / "soak-latency.png", latency)  # fmt: skip
     _both(phases, "driver memory", "MiB", out / "soak-memory.png",
           {"driver_rss_bytes": "Python RSS", "jvm_rss_bytes": "JVM RSS",
-           "jvm_heap_used_bytes": "JVM heap used"})  # fmt: skip
+           "jvm_heap_used_bytes": "JVM heap used",
+           "jvm_rss_trimmed_less_heap_bytes": "JVM RSS outside the heap, trimmed"})  # fmt: skip
     _both(phases, "native memory: the JVM's outside NMT, RocksDB's, the driver's C heap", "MiB",
           out / "soak-native.png",
           {"jvm_untracked_bytes": "JVM RSS less NMT committed",

@@ -19,7 +19,8 @@ samples:
 After the run, from the tables' commit times: produce -> ``silver/orders`` latency and
 closed hour -> ``gold/revenue_hourly`` latency, per minute; and what each process's C
 allocator held free, given back by a trim. The first minute after both
-pipelines are planned is warm-up and left out of every figure.
+pipelines are planned is warm-up and left out of every figure. Samples go to a file as
+they are taken: the driver whose memory is measured keeps none of them.
 
 ``python -m bench.soak [--minutes 30] [--only on,off]`` writes bench/results/soak.json,
 soak.md and one PNG per figure (drawn by :mod:`bench.plot_soak` in the bench venv).
@@ -54,6 +55,7 @@ from bench.latency import paced, percentiles, rows_by_version
 from bench.medallion import EVENT_START, SPEED, WINDOW_DELAY, epoch, order_record
 from bench.run import BENCH_PYTHON, RESULTS, machine
 from bench.state_growth import STATE_MEMORY_CONF, measure_state_growth, state_bytes
+from eventlake.testing import resident_bytes
 
 MINUTES = 30
 WARMUP_SECONDS = 60
@@ -75,15 +77,6 @@ WINDOW_MINUTES = 10
 #: about ten hours, at 32 MB within the first half hour, so what the JVM's memory does after
 #: that is not the cache filling. ``--spark-conf`` wins.
 STATE_MEMORY_MB = 32
-
-
-def _rss_bytes(pid: int | str, kind: str = "VmRSS") -> int:
-    """Resident bytes of process ``pid``: all (``VmRSS``), anonymous (``RssAnon``) or pages
-    of mapped files (``RssFile``: libraries, the class-data archive; the kernel can drop them)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{kind}:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 #: The driver JVM tracks its own memory by category (heap, classes, threads, code, GC...):
@@ -109,6 +102,35 @@ def jvm_committed(pid: int) -> dict[str, int]:
         elif m := NMT_LINE.match(line):
             found[m.group(1).strip()] = int(m.group(2)) * 1024
     return found
+
+
+HEAP_RANGE = re.compile(r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\)")
+
+
+def heap_range(pid: int) -> tuple[int, int] | None:
+    """The addresses the JVM reserved for its Java heap (``jcmd PID GC.heap_info``)."""
+    try:
+        out = subprocess.run(["jcmd", str(pid), "GC.heap_info"],
+                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = HEAP_RANGE.search(out)
+    return (int(m.group(1), 16), int(m.group(2), 16)) if m else None
+
+
+def resident_in(pid: int, low: int, high: int) -> int:
+    """Resident bytes of process ``pid``'s mappings between ``low`` and ``high``
+    (``/proc/PID/smaps``): for the heap's range, the heap pages touched so far."""
+    total, inside = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split(" ", 1)[0]
+            if "-" in head:
+                start, end = (int(a, 16) for a in head.split("-"))
+                inside = low <= start and end <= high
+            elif inside and line.startswith("Rss:"):
+                total += int(line.split()[1]) * 1024
+    return total
 
 
 class _MallInfo2(ctypes.Structure):
@@ -166,10 +188,10 @@ def trimmed(jvm_pid: int) -> dict[str, int]:
     from eventlake.operations.native_trim import malloc_trim
 
     found: dict[str, int] = {}
-    before = _rss_bytes("self")
+    before = resident_bytes("self")
     if (trim := malloc_trim()) is not None:
         trim()
-        found = {"driver_rss_bytes": before, "driver_freed_bytes": before - _rss_bytes("self")}
+        found = {"driver_rss_bytes": before, "driver_freed_bytes": before - resident_bytes("self")}
     if (jvm := jvm_trim(jvm_pid)) is not None:
         found |= {"jvm_rss_bytes": jvm[0], "jvm_freed_bytes": jvm[0] - jvm[1]}
     return found
@@ -234,15 +256,27 @@ def compactions(lake: Path) -> dict[str, dict[str, int]]:
 class Sampler(threading.Thread):
     """Once a minute: the batch times of that minute per flow, memory, tables, checkpoints."""
 
-    def __init__(self, spark: Any, lake: Path, checkpoints: Path, since: float) -> None:
+    def __init__(self, spark: Any, lake: Path, checkpoints: Path, since: float,
+                 records: Path) -> None:  # fmt: skip
         super().__init__(daemon=True, name="soak-sampler")
         self.lake, self.checkpoints, self.since = lake, checkpoints, since
+        # Samples go to a file, not to a list: the driver's memory is what is measured, and
+        # a list growing every minute would be a trend of the benchmark's own making.
+        self.records = records
         jvm = spark._jvm
         self.jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
+        self.heap = heap_range(self.jvm_pid)
         self.runtime = jvm.java.lang.Runtime.getRuntime()
         pool_class = jvm.java.lang.Class.forName("java.lang.management.BufferPoolMXBean")
         self.buffer_pools = list(
             jvm.java.lang.management.ManagementFactory.getPlatformMXBeans(pool_class)
+        )
+        management = jvm.java.lang.management.ManagementFactory
+        self.class_loading = management.getClassLoadingMXBean()
+        self.compilation = management.getCompilationMXBean()
+        self.codegen = jvm.org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator
+        self.codegen_compiles = (
+            jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
         )
         state = jvm.org.apache.spark.sql.execution.streaming.state
         self.rocksdb_manager = state.RocksDBMemoryManager
@@ -253,22 +287,29 @@ class Sampler(threading.Thread):
         self.rocksdb_cache_field.setAccessible(True)
         # delta-rs reads the tables in a process of its own: its memory is not the driver's.
         self._reader = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        self.samples: list[dict[str, Any]] = []
         self.done = threading.Event()
         self._lock = threading.Lock()
         self._batches: dict[str, list[float]] = defaultdict(list)
         self._phases: dict[str, list[dict[str, int]]] = defaultdict(list)
-        self._seen: set[tuple[str, int]] = set()
+        self._last: dict[str, int] = {}  # per query, the last batch counted
 
     def observe(self, progress: Any) -> None:
         """A progress observer: each batch's duration once, from the end of the warm-up."""
-        key = (progress.query, progress.batch_id)
-        if key in self._seen or progress.timestamp < self.since:
+        if (
+            progress.batch_id <= self._last.get(progress.query, -1)
+            or progress.timestamp < self.since
+        ):
             return
-        self._seen.add(key)
+        self._last[progress.query] = progress.batch_id
         with self._lock:
             self._batches[progress.query].append(progress.batch_duration_ms / 1000)
             self._phases[progress.query].append(progress.phases_ms)
+
+    def samples(self) -> list[dict[str, Any]]:
+        """Every sample taken, in order."""
+        if not self.records.exists():
+            return []
+        return [json.loads(line) for line in self.records.read_text().splitlines()]
 
     def nio_buffers(self) -> dict[str, int]:
         """NIO's direct and mapped buffers (direct ones are in NMT's "Other"): bytes, count."""
@@ -278,6 +319,17 @@ class Sampler(threading.Thread):
                 found[f"jvm_{name}_buffer_bytes"] = int(pool.getMemoryUsed())
                 found[f"jvm_{name}_buffer_count"] = int(pool.getCount())
         return found
+
+    def compiled(self) -> dict[str, int]:
+        """Running totals of what fills metaspace and the code cache: classes loaded and
+        unloaded, Spark's generated classes (each a fresh class when its code differs, e.g.
+        by a literal) and the time compiling them, and the JIT's compile time."""
+        return {"jvm_classes_live": int(self.class_loading.getLoadedClassCount()),
+                "jvm_classes_loaded_total": int(self.class_loading.getTotalLoadedClassCount()),
+                "jvm_classes_unloaded_total": int(self.class_loading.getUnloadedClassCount()),
+                "jit_ms_total": int(self.compilation.getTotalCompilationTime()),
+                "codegen_compiles_total": int(self.codegen_compiles.getCount()),
+                "codegen_ms_total": int(self.codegen.compileTime()) // 1_000_000}  # fmt: skip
 
     def rocksdb(self) -> dict[str, int]:
         """RocksDB's native memory, which NMT does not see: the block cache all instances
@@ -306,10 +358,10 @@ class Sampler(threading.Thread):
         checkpoint_files, checkpoint_bytes = _tree(self.checkpoints)
         tables = self._reader.submit(table_samples, self.lake).result(timeout=300)
         committed = jvm_committed(self.jvm_pid)
-        jvm_rss = _rss_bytes(self.jvm_pid)
+        jvm_rss = resident_bytes(self.jvm_pid)
         untracked = jvm_rss - committed.get("Total", jvm_rss)
         rocksdb = self.rocksdb()
-        s = {
+        s: dict[str, Any] = {
             "minute": minute,
             "at": time.time(),
             "batches": {
@@ -325,17 +377,17 @@ class Sampler(threading.Thread):
             },
             # Per flow, the median milliseconds of each of Spark's phases of a batch.
             "phases": {q: _phase_medians(v) for q, v in sorted(phases.items()) if v},
-            "driver_rss_bytes": _rss_bytes("self"),
-            "driver_rss_anon_bytes": _rss_bytes("self", "RssAnon"),
-            "driver_rss_file_bytes": _rss_bytes("self", "RssFile"),
+            "driver_rss_bytes": resident_bytes("self"),
+            "driver_rss_anon_bytes": resident_bytes("self", "RssAnon"),
+            "driver_rss_file_bytes": resident_bytes("self", "RssFile"),
             # Python's own objects: a leak of them grows these with the RSS.
             "driver_allocated_blocks": sys.getallocatedblocks(),
             "driver_gc_objects": len(gc.get_objects()),
             **driver_malloc(),
             **driver_arrow(),
             "jvm_rss_bytes": jvm_rss,
-            "jvm_rss_anon_bytes": _rss_bytes(self.jvm_pid, "RssAnon"),
-            "jvm_rss_file_bytes": _rss_bytes(self.jvm_pid, "RssFile"),
+            "jvm_rss_anon_bytes": resident_bytes(self.jvm_pid, "RssAnon"),
+            "jvm_rss_file_bytes": resident_bytes(self.jvm_pid, "RssFile"),
             "jvm_heap_used_bytes": int(rt.totalMemory()) - int(rt.freeMemory()),
             "jvm_committed_bytes": committed.get("Total", 0),
             "jvm_committed": committed,
@@ -344,15 +396,22 @@ class Sampler(threading.Thread):
             "jvm_untracked_less_rocksdb_bytes": untracked - rocksdb["rocksdb_cache_bytes"],
             **rocksdb,
             **self.nio_buffers(),
+            **self.compiled(),
             "tables": tables,
             "checkpoint_files": checkpoint_files,
             "checkpoint_bytes": checkpoint_bytes,
             "state_bytes": state_bytes(self.checkpoints),
         }
+        # The heap's pages count once touched, up to -Xmx: the rest is the JVM's own.
+        if self.heap is not None:
+            s["jvm_heap_resident_bytes"] = resident_in(self.jvm_pid, *self.heap)
+            s["jvm_rss_less_heap_bytes"] = jvm_rss - s["jvm_heap_resident_bytes"]
         # Then the JVM's resident memory with what glibc held free given back (it trims
         # every minute itself; how much it holds at a sample is chance): memory in use.
         if (jvm := jvm_trim(self.jvm_pid)) is not None:
             s["jvm_rss_trimmed_bytes"] = jvm[1]
+            if "jvm_heap_resident_bytes" in s:
+                s["jvm_rss_trimmed_less_heap_bytes"] = jvm[1] - s["jvm_heap_resident_bytes"]
             s["jvm_untracked_trimmed_less_rocksdb_bytes"] = (
                 jvm[1] - committed.get("Total", jvm[1]) - rocksdb["rocksdb_cache_bytes"]
             )
@@ -360,7 +419,8 @@ class Sampler(threading.Thread):
             s["driver_traced_bytes"] = tracemalloc.get_traced_memory()[0]
             if folder := os.environ.get(TRACEMALLOC_DIR_ENV):
                 tracemalloc.take_snapshot().dump(f"{folder}/minute-{minute:03d}.snapshot")
-        self.samples.append(s)
+        with self.records.open("a") as f:
+            f.write(json.dumps(s) + "\n")
         slowest = max(s["batches"].items(), key=lambda kv: kv[1]["p99"] or 0, default=None)
         print(f"[soak] minute {minute}: {sum(t['files'] for t in tables.values())} files in "
               f"{len(tables)} tables, driver {s['driver_rss_bytes'] >> 20} MiB, JVM "
@@ -497,7 +557,8 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
     w0 = time.time()
     since = w0 + WARMUP_SECONDS
     until = since + minutes * 60
-    sampler = Sampler(spark, settings.lake.root.path, settings.checkpoints.root.path, since)
+    sampler = Sampler(spark, settings.lake.root.path, settings.checkpoints.root.path, since,
+                      root / "samples.jsonl")  # fmt: skip
     listeners[0].observers.append(sampler.observe)  # each listener sees every query
     sampler.start()
 
@@ -532,7 +593,7 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
                for hop, per in lat.items()}  # fmt: skip
     flows = {name: t.batches for name, t in listeners[0].snapshot().items()}
     return {"maintenance": maintenance, "minutes": minutes, "orders_per_second": rate,
-            "changes_per_second": cdc_rate, "samples": sampler.samples, "latency": latency,
+            "changes_per_second": cdc_rate, "samples": sampler.samples(), "latency": latency,
             "batches": flows, "scheduler_pools": pools, "trimmed_at_end": trim,
             "compactions": compactions(settings.lake.root.path)}  # fmt: skip
 
@@ -569,7 +630,7 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
     samples = phase["samples"]
     first, last = _window(samples, True), _window(samples, False)
     flows = sorted({f for s in samples for f in s["batches"]})
-    p99 = {}
+    p99: dict[str, dict[str, Any]] = {}
     for f in flows:
         a, b = _p99_of(first, f), _p99_of(last, f)
         p99[f] = {"first": a, "last": b, "ratio": round(b / a, 2) if a and b else None}
@@ -609,10 +670,74 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
                           "jvm_heap_used_bytes", "jvm_committed_bytes", "jvm_untracked_bytes",
                           "rocksdb_cache_bytes", "jvm_untracked_less_rocksdb_bytes",
                           "jvm_rss_trimmed_bytes", "jvm_untracked_trimmed_less_rocksdb_bytes",
+                          "jvm_heap_resident_bytes", "jvm_rss_less_heap_bytes",
+                          "jvm_rss_trimmed_less_heap_bytes",
                           "jvm_direct_buffer_bytes", "checkpoint_bytes", "state_bytes")
               if all(key in s for s in samples)}  # fmt: skip
     return {"batch_p99": p99, "files": files, "memory": memory,
             "jvm_committed_growth": _committed_growth(first, last)}  # fmt: skip
+
+
+#: What the levels table shows (MiB): a sample's key, or an NMT category of ``jvm_committed``.
+LEVELS = (("driver_rss_anon_bytes", "driver RSS, anonymous"), ("jvm_rss_bytes", "JVM RSS"),
+          ("jvm_rss_trimmed_bytes", "JVM RSS, glibc's free memory given back"),
+          ("jvm_heap_resident_bytes", "Java heap, resident"),
+          ("jvm_rss_trimmed_less_heap_bytes", "JVM RSS outside the heap, trimmed"),
+          ("Total", "NMT committed"), ("Code", "JIT code"), ("Metaspace", "metaspace"),
+          ("rocksdb_cache_bytes", "RocksDB's cache"),
+          ("jvm_untracked_trimmed_less_rocksdb_bytes",
+           "JVM RSS outside NMT and RocksDB's cache, trimmed"))  # fmt: skip
+
+
+def _levels(samples: list[dict[str, Any]]) -> list[str]:
+    """Markdown: each memory measure at minute 1 and every 10 minutes, in MiB."""
+    picked = [s for s in samples if s["minute"] == 1 or s["minute"] % 10 == 0]
+    if samples and picked[-1] is not samples[-1]:
+        picked.append(samples[-1])
+
+    def value(s: dict[str, Any], key: str) -> int | None:
+        v = s.get(key, s.get("jvm_committed", {}).get(key))
+        return None if v is None else round(v / 2**20)
+
+    rows = [(label, [value(s, key) for s in picked]) for key, label in LEVELS]
+    rows = [(label, vs) for label, vs in rows if any(v is not None for v in vs)]
+    if not rows:
+        return []
+    return ["Memory every 10 minutes (MiB):", "",
+            "| measure | " + " | ".join(str(s["minute"]) for s in picked) + " |",
+            "|---|" + "---|" * len(picked),
+            *(f"| {label} | " + " | ".join("-" if v is None else f"{v:,}" for v in vs) + " |"
+              for label, vs in rows)]  # fmt: skip
+
+
+def _per_minute(samples: list[dict[str, Any]], key: str) -> float | None:
+    """How much running total ``key`` grew per minute over ``samples``."""
+    if len(samples) < 2 or any(key not in s for s in samples):
+        return None
+    grown = float(samples[-1][key] - samples[0][key])
+    return grown / float(samples[-1]["minute"] - samples[0]["minute"])
+
+
+def _compiling(samples: list[dict[str, Any]]) -> list[str]:
+    """Markdown: what the JVM compiled and loaded per minute, first window -> last."""
+    first, last = _window(samples, True), _window(samples, False)
+    rates = {key: (_per_minute(first, key), _per_minute(last, key))
+             for key in ("codegen_compiles_total", "codegen_ms_total", "jit_ms_total",
+                         "jvm_classes_loaded_total", "jvm_classes_unloaded_total")}  # fmt: skip
+    if any(a is None or b is None for a, b in rates.values()):
+        return []
+
+    def pair(key: str, scale: float = 1.0, digits: int = 0) -> str:
+        a, b = rates[key]
+        return f"{(a or 0) / scale:,.{digits}f} -> {(b or 0) / scale:,.{digits}f}"
+
+    return [f"\nPer minute, first {WINDOW_MINUTES} minutes -> last: Spark compiled "
+            f"{pair('codegen_compiles_total')} generated classes "
+            f"({pair('codegen_ms_total', 1000, 1)} s compiling), the JIT spent "
+            f"{pair('jit_ms_total', 1000, 1)} s, the JVM loaded "
+            f"{pair('jvm_classes_loaded_total')} classes and unloaded "
+            f"{pair('jvm_classes_unloaded_total')}; {samples[-1]['jvm_classes_live']:,} "
+            "classes loaded at the end."]  # fmt: skip
 
 
 def _committed_growth(first: list[dict[str, Any]], last: list[dict[str, Any]]) -> dict[str, float]:
@@ -627,6 +752,8 @@ def _committed_growth(first: list[dict[str, Any]], last: list[dict[str, Any]]) -
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from pydantic import SecretStr
+
     from eventlake.config import PostgresSettings
     from eventlake.kafka import EmbeddedKafkaBroker
     from eventlake.postgres import EmbeddedPostgres
@@ -643,7 +770,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         (root / "pg").mkdir()
         (root / "pg").chmod(0o755)  # the postgres user (when run as root) must reach it
         os.environ[PG_PASSWORD_ENV] = os.urandom(12).hex()
-        pg = PostgresSettings(port=free_port(), password=os.environ[PG_PASSWORD_ENV])
+        pg = PostgresSettings(port=free_port(), password=SecretStr(os.environ[PG_PASSWORD_ENV]))
         server = EmbeddedPostgres(pg, root / "pg" / "data")
         server.start()
         try:
@@ -673,7 +800,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     phases = results["phases"]
-    any_phase = next(iter(phases.values()), {})
+    any_phase: dict[str, Any] = next(iter(phases.values()), {})
     lines = [
         "# eventlake soak",
         "",
@@ -736,6 +863,7 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append(f"| {key.removesuffix('_bytes')} | {v['first_mib']} | "
                          f"{v['last_mib']} | {v['mib_per_hour']} "
                          f"| {v.get('second_half_mib_per_hour', '-')} |")  # fmt: skip
+        lines += ["", *_levels(phase["samples"]), *_compiling(phase["samples"])]
         growth = [f"{c} {v:+}" for c, v in s.get("jvm_committed_growth", {}).items() if v][:5]
         if growth:
             lines.append("\nJVM committed memory by category (NMT), last 10 min against the first"

@@ -36,7 +36,8 @@ def unique_name(prefix: str = "t") -> str:
 
 def resident_bytes(pid: int | str = "self", field: str = "VmRSS") -> int:
     """Process ``pid``'s resident bytes from ``/proc/<pid>/status`` (Linux): all
-    (``VmRSS``) or anonymous pages only (``RssAnon``)."""
+    (``VmRSS``), anonymous pages only (``RssAnon``) or pages of mapped files (``RssFile``:
+    libraries, a class-data archive; the kernel can drop them)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(f"{field}:"):
             return int(line.split()[1]) * 1024
