@@ -87,12 +87,18 @@ NMT_LINE = re.compile(r"^-\s+(.+?) \(reserved=\d+KB, committed=(\d+)KB\)")
 NMT_TOTAL = re.compile(r"^Total: reserved=\d+KB, committed=(\d+)KB")
 
 
+def _jcmd(pid: int, *command: str) -> str | None:
+    """What ``jcmd PID COMMAND...`` prints; None when jcmd cannot run or answer in time."""
+    try:
+        return subprocess.run(["jcmd", str(pid), *command],
+                              capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
 def jvm_committed(pid: int) -> dict[str, int]:
     """Bytes the JVM has committed, by NMT category and ``Total`` ({} without NMT)."""
-    try:
-        out = subprocess.run(["jcmd", str(pid), "VM.native_memory", "summary", "scale=KB"],
-                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    if (out := _jcmd(pid, "VM.native_memory", "summary", "scale=KB")) is None:
         return {}
     found: dict[str, int] = {}
     for line in out.splitlines():
@@ -109,10 +115,7 @@ HEAP_RANGE = re.compile(r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\)")
 
 def heap_range(pid: int) -> tuple[int, int] | None:
     """The addresses the JVM reserved for its Java heap (``jcmd PID GC.heap_info``)."""
-    try:
-        out = subprocess.run(["jcmd", str(pid), "GC.heap_info"],
-                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    if (out := _jcmd(pid, "GC.heap_info")) is None:
         return None
     m = HEAP_RANGE.search(out)
     return (int(m.group(1), 16), int(m.group(2), 16)) if m else None
@@ -169,10 +172,7 @@ def jvm_trim(jvm_pid: int) -> tuple[int, int] | None:
     """The JVM's C allocator asked to give back what it holds free (``jcmd PID
     System.trim_native_heap``): its resident bytes before and after, as HotSpot reports
     them; None when jcmd cannot."""
-    try:
-        out = subprocess.run(["jcmd", str(jvm_pid), "System.trim_native_heap"],
-                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    if (out := _jcmd(jvm_pid, "System.trim_native_heap")) is None:
         return None
     if m := TRIM_LINE.search(out):  # HotSpot prints each in K, M or G
         return (int(float(m.group(1)) * UNIT[m.group(2)]),
@@ -710,10 +710,13 @@ def _levels(samples: list[dict[str, Any]]) -> list[str]:
               for label, vs in rows)]  # fmt: skip
 
 
-def _per_minute(samples: list[dict[str, Any]], key: str) -> float | None:
-    """How much running total ``key`` grew per minute over ``samples``."""
-    if len(samples) < 2 or any(key not in s for s in samples):
-        return None
+#: Running totals of each sample that :func:`_compiling` reports per minute.
+COMPILE_TOTALS = ("codegen_compiles_total", "codegen_ms_total", "jit_ms_total",
+                  "jvm_classes_loaded_total", "jvm_classes_unloaded_total")  # fmt: skip
+
+
+def _per_minute(samples: list[dict[str, Any]], key: str) -> float:
+    """How much running total ``key`` grew per minute over ``samples`` (two or more)."""
     grown = float(samples[-1][key] - samples[0][key])
     return grown / float(samples[-1]["minute"] - samples[0]["minute"])
 
@@ -721,15 +724,12 @@ def _per_minute(samples: list[dict[str, Any]], key: str) -> float | None:
 def _compiling(samples: list[dict[str, Any]]) -> list[str]:
     """Markdown: what the JVM compiled and loaded per minute, first window -> last."""
     first, last = _window(samples, True), _window(samples, False)
-    rates = {key: (_per_minute(first, key), _per_minute(last, key))
-             for key in ("codegen_compiles_total", "codegen_ms_total", "jit_ms_total",
-                         "jvm_classes_loaded_total", "jvm_classes_unloaded_total")}  # fmt: skip
-    if any(a is None or b is None for a, b in rates.values()):
+    if len(first) < 2 or any(k not in s for s in samples for k in COMPILE_TOTALS):
         return []
 
     def pair(key: str, scale: float = 1.0, digits: int = 0) -> str:
-        a, b = rates[key]
-        return f"{(a or 0) / scale:,.{digits}f} -> {(b or 0) / scale:,.{digits}f}"
+        a, b = _per_minute(first, key), _per_minute(last, key)
+        return f"{a / scale:,.{digits}f} -> {b / scale:,.{digits}f}"
 
     return [f"\nPer minute, first {WINDOW_MINUTES} minutes -> last: Spark compiled "
             f"{pair('codegen_compiles_total')} generated classes "
