@@ -295,6 +295,47 @@ def test_a_compaction_rewrites_its_earlier_output_only_once_the_small_files_fill
     assert ids == [*range(5_000), 10_000, 10_001, 10_002]
 
 
+def test_a_full_compaction_that_came_out_small_waits_for_the_files_to_fill_one_packed(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Merged small files shrink (Parquet packs rows tighter in one file), so small_file_bytes
+    of batch files come out as a file under it. Counted as they were, the small files would
+    pass small_file_bytes again at the next compaction, and that file would be rewritten
+    whole each time until it grew past it; counted as packed as that compaction packed
+    them, the next compactions leave it alone until they would fill a file. A later run
+    (a new TableState) reads the packing from the table's history."""
+    path = tmp_path / "packed"
+
+    def append(first: int, files: int) -> None:
+        for i in range(first, first + files):
+            rows = spark.range(i * 200, (i + 1) * 200).selectExpr(
+                "id", "concat('user-', CAST(id % 50 AS STRING), '@example.com') AS s"
+            )
+            rows.coalesce(1).write.format("delta").mode("append").save(str(path))
+
+    append(0, 20)
+    small = sum(_adds(path).column("size_bytes").to_pylist())
+    settings = MaintenanceSettings(small_file_bytes=small, compact_min_files=2)
+    state = TableState(str(path), "t/packed", settings)
+    done = maintain_table(spark, state)
+    assert [a.detail for a in done.actions if a.kind == "compact"] == ["20 files into 1"]
+    [full] = _adds(path).to_pylist()
+    assert small // 16 <= full["size_bytes"] < small
+
+    append(20, 12)
+    assert sum(_adds(path).column("size_bytes").to_pylist()) >= small
+    done = maintain_table(spark, state)
+    assert [a.detail for a in done.actions if a.kind == "compact"] == ["12 files into 1"]
+    assert full["path"] in _adds(path).column("path").to_pylist()
+
+    append(32, 40)
+    later = TableState(str(path), "t/packed", settings)
+    done = maintain_table(spark, later)
+    assert [a.detail for a in done.actions if a.kind == "compact"] == ["42 files into 1"]
+    assert _adds(path).column("size_bytes").to_pylist()[0] >= small
+    assert sorted(r["id"] for r in read_delta(path).to_pylist()) == list(range(72 * 200))
+
+
 def _jobs(spark: SparkSession, work: Callable[[], object]) -> int:
     """How many Spark jobs ``work()`` ran on this thread."""
     context = spark.sparkContext

@@ -102,6 +102,9 @@ class TableState:
     commits_since_check: int = 0
     #: When the table was last vacuumed (epoch ms); None: not known yet (its history says).
     last_vacuum_ms: int | None = None
+    #: Bytes written per byte rewritten by its last compaction of small_file_bytes or more
+    #: (:func:`packing_of`); None: not known yet (its history says).
+    packing: float | None = None
 
 
 @dataclass(frozen=True)
@@ -331,7 +334,7 @@ def compact(
     layout_key: tuple[str, ...] = (),
     small_bytes: int | None = None,
     files: TableFiles | None = None,
-) -> str:
+) -> Compacted:
     """OPTIMIZE the table: a ``dataChange=false`` commit. A clustered table is clustered;
     one that is not, with a ``layout_key``, is Z-ordered by it (less its partition
     columns); otherwise only files under ``small_bytes`` are rewritten, so a compaction's
@@ -340,7 +343,7 @@ def compact(
     A compaction that brings the table under :data:`FILES_IN_CHECKSUM` files leaves the
     file list in its checksum (from the state it read anyway); when a writer's commit came
     in between and it could not, the new snapshot's state is built here, so the writers'
-    next batches do not build it. Returns what it did."""
+    next batches do not build it."""
     from delta.tables import DeltaTable
 
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: compact {path}")
@@ -358,9 +361,41 @@ def compact(
         result = done.head()
     metrics = result["metrics"] if result is not None else None
     if metrics is None:
-        return "nothing to compact"
+        return Compacted("nothing to compact")
     prepare_file_list(spark, path, listed)
-    return f"{metrics['numFilesRemoved']} files into {metrics['numFilesAdded']}{_zordered(zorder)}"
+    return Compacted(
+        f"{metrics['numFilesRemoved']} files into {metrics['numFilesAdded']}{_zordered(zorder)}",
+        int(metrics["filesAdded"]["totalSize"] or 0),
+        int(metrics["filesRemoved"]["totalSize"] or 0),
+    )
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What a compaction did: its detail, the bytes it wrote and the bytes it rewrote."""
+
+    detail: str
+    written: int = 0
+    rewritten: int = 0
+
+
+def packing_of(history: Iterable[dict[str, Any]], small_bytes: int) -> float:
+    """The packing of the newest compaction in ``history`` (newest first) that rewrote at
+    least ``small_bytes``; 1.0 without one."""
+    for commit in history:
+        metrics = commit.get("operationMetrics") or {}
+        if commit.get("operation") == "OPTIMIZE":
+            written, rewritten = metrics.get("numAddedBytes"), metrics.get("numRemovedBytes")
+            packing = _packing(int(written or 0), int(rewritten or 0), small_bytes)
+            if packing is not None:
+                return packing
+    return 1.0
+
+
+def _packing(written: int, rewritten: int, small_bytes: int) -> float | None:
+    """Bytes written per byte rewritten (Parquet packs rows tighter in one file than in
+    many), at most 1, of a compaction that rewrote ``small_bytes`` or more; else None."""
+    return min(written / rewritten, 1.0) if written and rewritten >= small_bytes else None
 
 
 def _files_in_checksum(spark: SparkSession) -> int:
@@ -469,6 +504,15 @@ def last_vacuum_ms(path: Location) -> int:
     return int(vacuumed["timestamp"]) if vacuumed is not None else 0
 
 
+def last_packing(path: Location, small_bytes: int) -> float:
+    """:func:`packing_of` the table's recent history (1.0 when it is not local)."""
+    if not path.is_local:
+        return 1.0
+    from deltalake import DeltaTable
+
+    return packing_of(DeltaTable(str(path)).history(HISTORY_COMMITS), small_bytes)
+
+
 def commit_time_ms(path: Location, version: int) -> int | None:
     """When ``version`` of the table was committed, from its log entry; None once the
     entry is gone."""
@@ -532,7 +576,11 @@ def maintain_table(
     A compaction rewrites every small file once they would fill a file of
     ``small_file_bytes`` together (or when ``force``d); until then only the files under
     :data:`FRESH_FRACTION` of that size, so each batch's bytes are rewritten about twice
-    before they rest in a full-size file, not at every compaction until then."""
+    before they rest in a full-size file, not at every compaction until then. "Would
+    fill" counts their bytes as packed as the table's last such full compaction packed
+    them: merged small files shrink (bronze's by about a sixth), and a file that came out
+    under ``small_file_bytes`` would still be small, rewritten whole at each compaction
+    until it grew past it."""
     from eventlake.storage import Location
 
     path = Location(state.path)
@@ -544,14 +592,18 @@ def maintain_table(
     threshold = 2 if force else settings.compact_min_files
     if before.small_files >= threshold:
         small = settings.small_file_bytes
-        if force or before.small_files_bytes >= small:
+        if state.packing is None:
+            state.packing = last_packing(path, small)
+        if force or before.small_files_bytes * state.packing >= small:
             limit, planned = small, f"would compact {before.small_files} small files"
         else:
             limit = max(small // FRESH_FRACTION, 1)
             planned = f"would compact the files under {limit:,} bytes"
 
         def compact_table() -> str:
-            return _locked(lock, lambda: compact(spark, path, state.layout_key, limit, before))
+            did = _locked(lock, lambda: compact(spark, path, state.layout_key, limit, before))
+            state.packing = _packing(did.written, did.rewritten, small) or state.packing
+            return did.detail
 
         done.append(_act("compact", dry_run, compact_table, planned))
         if not dry_run:
@@ -568,7 +620,7 @@ def maintain_table(
     return Maintained(state.table, before, after, done)
 
 
-def _locked(lock: threading.Lock | None, work: Callable[[], str]) -> str:
+def _locked(lock: threading.Lock | None, work: Callable[[], Compacted]) -> Compacted:
     if lock is None:
         return work()
     with lock:
