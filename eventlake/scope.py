@@ -100,13 +100,17 @@ T = TypeVar("T")
 class DueWork(Generic[T]):
     """Work by key for a background service: done one key at a time by ``work(key, item)``
     on a daemon thread of its own (started on first use), a key due again while it waits
-    done once with its newest item, in the order keys came due. :meth:`close` lets what is
-    due finish (up to ``drain_seconds``), then stops the thread."""
+    done once with its newest item, in the order keys came due. ``work`` may return the
+    seconds to rest before the next key. :meth:`close` lets what is due finish (up to
+    ``drain_seconds``, without the rests), then stops the thread."""
 
-    def __init__(self, name: str, work: Callable[[str, T], None], drain_seconds: float) -> None:
+    def __init__(
+        self, name: str, work: Callable[[str, T], float | None], drain_seconds: float
+    ) -> None:
         self.name, self.work, self.drain_seconds = name, work, drain_seconds
         self._due: dict[str, T] = {}
         self._busy = False
+        self._hurry = False
         self._closing = False
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -128,6 +132,9 @@ class DueWork(Generic[T]):
             return self._cond.wait_for(lambda: not self._due and not self._busy, timeout)
 
     def close(self) -> None:
+        with self._cond:
+            self._hurry = True
+            self._cond.notify_all()
         self.drain(self.drain_seconds)
         with self._cond:
             self._closing = True
@@ -145,14 +152,17 @@ class DueWork(Generic[T]):
                 key = next(iter(self._due))
                 item = self._due.pop(key)
                 self._busy = True
+            rest: float | None = None
             try:
-                self.work(key, item)
+                rest = self.work(key, item)
             except Exception as e:  # a stopped session, a dropped table: next time
                 log.warning("%s of %s failed: %s", self.name, key, e)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+                    if rest:
+                        self._cond.wait_for(lambda: self._hurry or self._closing, rest)
 
 
 #: The name prefix of the threads that create outputs (planning's and the run's).

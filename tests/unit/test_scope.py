@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
-from eventlake.scope import CREATE_THREADS, OutputCreation, RunScope
+from eventlake.scope import CREATE_THREADS, DueWork, OutputCreation, RunScope
 
 
 class Held:
@@ -152,3 +153,24 @@ def test_the_runs_end_raises_a_failed_creation_of_a_flow_that_wrote_nothing() ->
         creation.wait_all()
     assert creation.pending() == ["p.broken"]
     creation.close()
+
+
+def test_due_work_rests_as_long_as_its_work_asks_and_a_close_cuts_the_rest_short() -> None:
+    done: list[tuple[str, float]] = []
+    rests = {"a": 0.5, "b": 60.0, "c": None}
+
+    def work(key: str, _item: None) -> float | None:
+        done.append((key, time.monotonic()))
+        return rests[key]
+
+    due: DueWork[None] = DueWork("test-due-work", work, drain_seconds=30)
+    due.put("a", None)
+    due.put("b", None)
+    assert due.drain(10)
+    [(_, a_at), (_, b_at)] = done
+    assert b_at - a_at >= 0.5
+    due.put("c", None)  # due while b's rest of a minute goes on
+    started = time.monotonic()
+    due.close()
+    assert time.monotonic() - started < 10
+    assert [key for key, _ in done] == ["a", "b", "c"]

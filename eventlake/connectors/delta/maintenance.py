@@ -196,6 +196,10 @@ def table_files(spark: SparkSession | None, path: Location, small_bytes: int) ->
                       int(row["small"] or 0), int(row["small_bytes"] or 0))  # fmt: skip
 
 
+#: After compacting a table, the service rests as long as the compaction took (at most
+#: this many seconds) before the next table: tables fed by one input come due together,
+#: and back to back their compactions held a core for tens of seconds under the batches.
+REST_SECONDS_MAX = 15.0
 #: Commits of a table's history read for its last maintenance.
 HISTORY_COMMITS = 500
 _MAINTENANCE_OPERATIONS = {"OPTIMIZE": "compact", "VACUUM END": "vacuum"}
@@ -643,7 +647,8 @@ def _act(kind: str, dry_run: bool, work: Callable[[], str], planned: str) -> Act
 class Maintenance:
     """The run's table maintenance: after each commit of a sink, the table's small files
     are counted now and then, and a table that is due is compacted and vacuumed on a
-    thread of its own while the next batches run.
+    thread of its own while the next batches run, one table at a time, resting as long as
+    a compaction took before the next (:data:`REST_SECONDS_MAX` at most).
 
     Appends never conflict with a compaction. A MERGE does (it reads the files a
     compaction replaces), so a MERGE target's writer holds :meth:`table_lock` around its
@@ -701,12 +706,16 @@ class Maintenance:
     def close(self) -> None:
         self._work.close()
 
-    def _maintain(self, key: str, _item: None) -> None:
+    def _maintain(self, key: str, _item: None) -> float:
+        """Maintain one table; returns the seconds to rest before the next."""
         from eventlake.storage import Location
 
         with self._lock:
             state = self._tables[key]
             readers = [Location(r) for r in self._readers.get(key, ())]
             lock = self._locks.get(key) if state.merge_target else None
+        worked = 0.0
         for action in maintain_table(self._spark, state, readers=readers, lock=lock).actions:
-            log.info("%s %s: %s", action.kind, state.table, action.detail)
+            log.info("%s %s: %s (%.1f s)", action.kind, state.table, action.detail, action.seconds)
+            worked += action.seconds if action.kind == "compact" else 0.0
+        return min(worked, REST_SECONDS_MAX)
