@@ -239,12 +239,14 @@ def table_report(
     return report
 
 
-def last_maintenance(path: Location) -> dict[str, dict[str, Any]]:
-    """A local table's newest compaction and VACUUM commits in its recent history, by kind
-    (``compact``, ``vacuum``): one scan, stopped once both are found."""
+def recent_history(path: Location) -> list[dict[str, Any]]:
+    """A local table's last :data:`HISTORY_COMMITS` commits, newest first (delta-rs); none
+    for a table that is not local."""
+    if not path.is_local:
+        return []
     from deltalake import DeltaTable
 
-    return _maintenance_in(DeltaTable(str(path)).history(HISTORY_COMMITS), {})
+    return list(DeltaTable(str(path)).history(HISTORY_COMMITS))
 
 
 def _maintenance_in(
@@ -387,8 +389,8 @@ def packing_of(history: Iterable[dict[str, Any]], small_bytes: int) -> float:
     """The packing of the newest compaction in ``history`` (newest first) that rewrote at
     least ``small_bytes``; 1.0 without one."""
     for commit in history:
-        metrics = commit.get("operationMetrics") or {}
         if commit.get("operation") == "OPTIMIZE":
+            metrics = commit.get("operationMetrics") or {}
             written, rewritten = metrics.get("numAddedBytes"), metrics.get("numRemovedBytes")
             packing = _packing(int(written or 0), int(rewritten or 0), small_bytes)
             if packing is not None:
@@ -499,22 +501,11 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
     return f"{metrics.get('numDeletedFiles', '?')} files removed (retention {hours:.1f} h)"
 
 
-def last_vacuum_ms(path: Location) -> int:
-    """When the table's last VACUUM ended (epoch ms), from its recent history; 0 when it
-    has none there (or it is not local: then it is vacuumed on the run's first look)."""
-    if not path.is_local:
-        return 0
-    vacuumed = last_maintenance(path).get("vacuum")
+def vacuumed_ms(history: Iterable[dict[str, Any]]) -> int:
+    """When the last VACUUM in ``history`` (newest first) ended (epoch ms); 0 without one
+    (a table that is not local has none here: it is vacuumed on the run's first look)."""
+    vacuumed = _maintenance_in(history, {}).get("vacuum")
     return int(vacuumed["timestamp"]) if vacuumed is not None else 0
-
-
-def last_packing(path: Location, small_bytes: int) -> float:
-    """:func:`packing_of` the table's recent history (1.0 when it is not local)."""
-    if not path.is_local:
-        return 1.0
-    from deltalake import DeltaTable
-
-    return packing_of(DeltaTable(str(path)).history(HISTORY_COMMITS), small_bytes)
 
 
 def commit_time_ms(path: Location, version: int) -> int | None:
@@ -593,11 +584,13 @@ def maintain_table(
     before = after = table_files(spark, path, settings.small_file_bytes)
     if before is None:
         return Maintained(state.table, None, None, done)
+    if state.last_vacuum_ms is None or state.packing is None:  # the table's first look
+        history = recent_history(path)
+        state.last_vacuum_ms = vacuumed_ms(history)
+        state.packing = packing_of(history, settings.small_file_bytes)
     threshold = 2 if force else settings.compact_min_files
     if before.small_files >= threshold:
         small = settings.small_file_bytes
-        if state.packing is None:
-            state.packing = last_packing(path, small)
         if force or before.small_files_bytes * state.packing >= small:
             limit, planned = small, f"would compact {before.small_files} small files"
         else:
@@ -613,8 +606,6 @@ def maintain_table(
         if not dry_run:
             after = table_files(spark, path, settings.small_file_bytes)
     now = int(time.time() * 1000)
-    if state.last_vacuum_ms is None:
-        state.last_vacuum_ms = last_vacuum_ms(path)
     if force or now - state.last_vacuum_ms >= duration_ms(settings.vacuum_interval):
         retention = safe_retention_ms(path, duration_ms(settings.vacuum_retention), readers)
         planned = f"would vacuum with a retention of {retention / 3_600_000:.1f} h"
