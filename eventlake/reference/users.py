@@ -24,14 +24,16 @@ overwrites a newer state, and a duplicate changes nothing. Tombstones are ignore
 reads are bounded by the batch's earliest change, so they skip older files and do not
 grow with bronze.
 
-The history's cost per batch does not grow with it: a change at instant ``m`` can only
+The history's MERGE reads what a batch can change: a change at instant ``m`` can only
 alter the versions still open at ``m`` (``valid_to`` null or at least ``m``), so the MERGE
 is given those versions alone and bounded, in its condition, to target rows still open at
 the batch's earliest change. The table is partitioned by ``is_current``: closed versions
 leave the files of current ones, and a batch of new changes rewrites only the current
 versions' partition and the newest closed files (the older ones are skipped by their
 ``valid_to`` statistics). A history table created before this layout keeps its own and is
-still merged correctly, reading more.
+still merged correctly, reading more. What it writes still grows with the history (the
+two-hour soak, L in ``bench/results/soak-log.md``): almost every batch lands in the closed
+file the batch before wrote, and that file is rewritten with the newly closed versions.
 """
 
 from __future__ import annotations
