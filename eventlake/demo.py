@@ -40,7 +40,7 @@ from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.runner import RunResult
 from eventlake.run import run_pipeline
 from eventlake.storage import Location
-from eventlake.testing import read_delta
+from eventlake.testing import delta_version, read_delta
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -339,11 +339,9 @@ TABLES = (
 
 
 def _collect(summary: DemoSummary, settings: Settings, bootstrap: str, high: str) -> None:
-    from deltalake import DeltaTable
-
     for layer, name in TABLES:
-        table = DeltaTable(str(settings.lake.table_path(layer, name)))
-        summary.tables[f"{layer}/{name}"] = (table.to_pyarrow_table().num_rows, table.version())
+        path = settings.lake.table_path(layer, name)
+        summary.tables[f"{layer}/{name}"] = (read_delta(path).num_rows, delta_version(path))
     summary.high_value_records = sum(topic_offsets(bootstrap, high).values())
 
 

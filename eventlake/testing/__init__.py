@@ -67,10 +67,11 @@ def wait_until(
 
 
 def read_delta(path: Location | Path | str) -> pa.Table:
-    """Read a Delta table with delta-rs, independently of Spark."""
-    from deltalake import DeltaTable
+    """Read a Delta table with delta-rs, independently of Spark (deletion vectors
+    applied)."""
+    from eventlake.connectors.delta import read_arrow
 
-    return DeltaTable(str(path)).to_pyarrow_table()
+    return read_arrow(path)
 
 
 def delta_version(path: Location | Path | str) -> int:

@@ -42,6 +42,7 @@ from eventlake.connectors.delta.tables import (
     delta_row_count,
     enable_change_feed,
     ensure_delta_table,
+    read_arrow,
     sink_checkpoint_interval,
 )
 
@@ -72,6 +73,7 @@ __all__ = [
     "maintenance",
     "marked_commits",
     "newest_marked_batch",
+    "read_arrow",
     "sink_checkpoint_interval",
     "sink_committed",
     "table_files",

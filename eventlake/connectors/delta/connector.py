@@ -300,6 +300,13 @@ class MergeDelta(_LakeTable, Target):
     #: compaction clusters it); a partitioned table, or one created without clustering,
     #: cannot be clustered, and the compaction Z-orders it by these columns instead.
     cluster_by: tuple[str, ...] = ()
+    #: Create the table with deletion vectors: the MERGE marks the rows it replaces
+    #: instead of copying the rest of their files, so what it writes is what changed.
+    #: For a table whose MERGEs touch a few rows of large files (an SCD2 history). A
+    #: compaction also rewrites the files with over a twentieth of their rows marked
+    #: (Delta's ``optimize.maxDeletedRowsRatio``). Readers need Delta's reader version 3
+    #: (delta-rs: ``DeltaTable.scan``). A table created without them keeps its protocol.
+    deletion_vectors: bool = False
     guarantee = Guarantee.EXACTLY_ONCE
 
     def describe(self, flow: FlowConfig | None = None) -> str:
@@ -321,7 +328,8 @@ class MergeDelta(_LakeTable, Target):
         interval = sink_checkpoint_interval(ctx)
         kept = table_settings(ctx, self.layer, self.name).log_retention
         ensure_delta_table(ctx.spark, path, self.schema, self.partition_by, interval,
-                           cluster_by=self.clustering(), log_retention=kept)  # fmt: skip
+                           cluster_by=self.clustering(), log_retention=kept,
+                           deletion_vectors=self.deletion_vectors)  # fmt: skip
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         from delta.tables import DeltaTable
@@ -331,7 +339,8 @@ class MergeDelta(_LakeTable, Target):
         interval = sink_checkpoint_interval(batch.ctx)
         kept = table_settings(batch.ctx, self.layer, self.name).log_retention
         ensure_delta_table(batch.spark, path, self.schema, self.partition_by, interval,
-                           cluster_by=self.clustering(), log_retention=kept)  # fmt: skip
+                           cluster_by=self.clustering(), log_retention=kept,
+                           deletion_vectors=self.deletion_vectors)  # fmt: skip
         app_id = batch.app_id(self.target_id(batch.ctx))
         checkpoint = batch.ctx.checkpoint
         if batch_committed(path, app_ids=(app_id,), batch_id=batch.batch_id, checkpoint=checkpoint):

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from eventlake.durations import duration_ms
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+    from deltalake import DeltaTable
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
@@ -24,6 +26,10 @@ NO_INLINE_CHECKPOINTS = 2**31 - 1
 CHANGE_FEED_PROPERTY = "delta.enableChangeDataFeed"
 LOG_RETENTION_PROPERTY = "delta.logRetentionDuration"
 DELETED_FILE_RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+#: The table property that makes DELETE, UPDATE and MERGE mark the rows they replace in a
+#: deletion vector instead of rewriting the rest of their file (readers need Delta's
+#: reader version 3 with the ``deletionVectors`` feature).
+DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
 #: Delta's default ``delta.deletedFileRetentionDuration``: 7 days.
 DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
 
@@ -46,12 +52,14 @@ def ensure_delta_table(
     *,
     cluster_by: tuple[str, ...] = (),
     log_retention: str | None = None,
+    deletion_vectors: bool = False,
 ) -> None:
     """Create an empty Delta table at ``path`` with ``schema`` (a struct or DDL) unless a
     Delta table is there already; ``checkpoint_interval`` sets its
     ``delta.checkpointInterval`` (else the session's default), ``cluster_by`` makes it a
     liquid-clustered table (OPTIMIZE clusters it), ``log_retention`` (a duration) sets
-    ``delta.logRetentionDuration``."""
+    ``delta.logRetentionDuration``, ``deletion_vectors`` turns on
+    ``delta.enableDeletionVectors``."""
     from delta.tables import DeltaTable
 
     if DeltaTable.isDeltaTable(spark, str(path)):
@@ -69,6 +77,8 @@ def ensure_delta_table(
         if duration_ms(log_retention) < DELETED_FILE_RETENTION_MS:
             # Delta refuses a log retention shorter than this one (7 days by default).
             builder = builder.property(DELETED_FILE_RETENTION_PROPERTY, f"interval {log_retention}")
+    if deletion_vectors:
+        builder = builder.property(DELETION_VECTORS_PROPERTY, "true")
     builder.execute()
 
 
@@ -80,17 +90,43 @@ def sink_checkpoint_interval(ctx: FlowConfig) -> int | None:
 
 
 def delta_row_count(path: Location | Path) -> int | None:
-    """Rows in the Delta table's current version, from its log's file statistics (read
-    with delta-rs, no Spark); None when there is no table at ``path``."""
+    """Rows in the Delta table's current version, from its log's file statistics less the
+    rows its deletion vectors mark (read with delta-rs, no Spark); None when there is no
+    table at ``path``."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        files = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True))
+        table = DeltaTable(str(path))
     except TableNotFoundError:
         return None
-    return int(pa.compute.sum(files.column("num_records")).as_py() or 0)
+    files = pa.table(table.get_add_actions(flatten=True))
+    rows = int(pc.sum(files.column("num_records")).as_py() or 0)
+    if has_deletion_vectors(table):
+        kept = pa.table(table.deletion_vectors()).column("selection_vector")
+        deleted = pc.invert(pc.list_flatten(kept))
+        rows -= int(pc.sum(pc.cast(deleted, pa.int64())).as_py() or 0)
+    return rows
+
+
+def has_deletion_vectors(table: DeltaTable) -> bool:
+    """Whether a delta-rs table's readers must apply deletion vectors."""
+    features = table.protocol().reader_features or []
+    return "deletionVectors" in features
+
+
+def read_arrow(path: Location | Path | str, columns: list[str] | None = None) -> pa.Table:
+    """The Delta table's current rows, read with delta-rs (no Spark). A table with
+    deletion vectors is read by delta-rs's own engine (its pyarrow dataset refuses them)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(path))
+    if has_deletion_vectors(table):
+        return pa.table(table.scan(columns=columns))
+    return table.to_pyarrow_table(columns=columns)
 
 
 def path_identifier(path: str) -> str:

@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable as RsDeltaTable
@@ -476,3 +477,35 @@ def test_a_commit_leaves_three_files_in_the_log_and_a_cleanup_leaves_none_of_a_r
     assert spark.read.format("delta").load(str(out)).count() == 12
     _append(spark, out, ["after"])  # Spark goes on committing to the cleaned log
     assert len(_ids(out)) == 13
+
+
+def test_a_table_with_deletion_vectors_marks_rows_and_is_read_and_counted_without_spark(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A DELETE marks rows in a deletion vector and leaves the file; delta-rs reads the
+    table without the marked rows (its pyarrow dataset refuses such tables) and the row
+    count from the log leaves them out."""
+    from delta.tables import DeltaTable
+
+    from eventlake.connectors.delta import delta_row_count
+
+    out = tmp_path / "history"
+    ensure_delta_table(spark, out, "id STRING, amount INT", deletion_vectors=True)
+    _append(spark, out, [f"a{n}" for n in range(40)])
+    files = sorted(p.name for p in out.glob("*.parquet"))
+    DeltaTable.forPath(spark, str(out)).delete("id IN ('a3', 'a17', 'a29')")
+
+    assert "deletionVectors" in (RsDeltaTable(str(out)).protocol().reader_features or [])
+    assert sorted(p.name for p in out.glob("*.parquet")) == files  # no file rewritten
+    assert sum(int(dv["cardinality"]) for dv in _newest_vectors(out)) == 3
+    kept = sorted(f"a{n}" for n in range(40) if n not in (3, 17, 29))
+    assert _ids(out) == kept
+    assert delta_row_count(out) == 37
+    assert spark.read.format("delta").load(str(out)).count() == 37
+
+
+def _newest_vectors(path: Path) -> list[dict[str, Any]]:
+    """The deletion vectors the table's newest commit adds."""
+    newest = max((path / "_delta_log").glob("*.json"))
+    actions = [json.loads(line) for line in newest.read_text().splitlines()]
+    return [a["add"]["deletionVector"] for a in actions if a.get("add", {}).get("deletionVector")]
