@@ -476,20 +476,14 @@ def zorder_columns(table: DeltaTable, layout_key: tuple[str, ...]) -> tuple[str,
 
 def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
     """VACUUM the files no version newer than ``retention_ms`` ago needs (delta-rs for a
-    local table, in milliseconds; Spark's for a URI or a table delta-rs does not write).
+    local table, in milliseconds; Spark's for a URI, a table delta-rs does not write or
+    one with deletion vectors: delta-rs leaves the deletion vectors a later DML replaced).
     Returns what it did."""
     hours = max(retention_ms / 3_600_000, 0.0)
     if path.is_local:
-        from deltalake import DeltaTable
-
-        whole = math.ceil(hours)  # delta-rs takes whole hours: rounded up, never less
-        try:
-            removed = DeltaTable(str(path)).vacuum(
-                retention_hours=whole, enforce_retention_duration=False, dry_run=False
-            )
-            return f"{len(removed)} files removed (retention {whole} h)"
-        except Exception as exc:  # a table feature delta-rs does not write
-            log.info("delta-rs did not vacuum %s (%s); Spark will", path, exc)
+        done = _vacuum_with_delta_rs(path, hours)
+        if done is not None:
+            return done
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: vacuum {path}")
     # The retention was computed for the run's readers: Delta's check would refuse it.
     with _session_conf(spark, _RETENTION_CHECK, "false"):
@@ -499,6 +493,27 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
     last = SparkDeltaTable.forPath(spark, str(path)).history(1).head()
     metrics = (last["operationMetrics"] or {}) if last is not None else {}
     return f"{metrics.get('numDeletedFiles', '?')} files removed (retention {hours:.1f} h)"
+
+
+def _vacuum_with_delta_rs(path: Location, hours: float) -> str | None:
+    """VACUUM a local table with delta-rs; None when delta-rs cannot (a table feature it
+    does not write, or deletion vectors)."""
+    from deltalake import DeltaTable
+
+    from eventlake.connectors.delta.tables import has_deletion_vectors
+
+    whole = math.ceil(hours)  # delta-rs takes whole hours: rounded up, never less
+    try:
+        table = DeltaTable(str(path))
+        if has_deletion_vectors(table):
+            return None
+        removed = table.vacuum(
+            retention_hours=whole, enforce_retention_duration=False, dry_run=False
+        )
+    except Exception as exc:  # a table feature delta-rs does not write
+        log.info("delta-rs did not vacuum %s (%s); Spark will", path, exc)
+        return None
+    return f"{len(removed)} files removed (retention {whole} h)"
 
 
 def vacuumed_ms(history: Iterable[dict[str, Any]]) -> int:

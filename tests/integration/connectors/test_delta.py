@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -488,11 +489,15 @@ def test_a_table_with_deletion_vectors_marks_rows_and_is_read_and_counted_withou
     from delta.tables import DeltaTable
 
     from eventlake.connectors.delta import delta_row_count
+    from eventlake.connectors.delta.maintenance import vacuum
 
     out = tmp_path / "history"
-    ensure_delta_table(spark, out, "id STRING, amount INT", deletion_vectors=True)
-    _append(spark, out, [f"a{n}" for n in range(40)])
+    ensure_delta_table(spark, out, "id STRING, amount INT", deletion_vectors=True,
+                       checkpoint_interval=2**31 - 1, log_retention="1 second")  # fmt: skip
+    rows = spark.createDataFrame([(f"a{n}", 1) for n in range(40)], "id STRING, amount INT")
+    rows.coalesce(1).write.format("delta").mode("append").save(str(out))
     files = sorted(p.name for p in out.glob("*.parquet"))
+    assert len(files) == 1
     DeltaTable.forPath(spark, str(out)).delete("id IN ('a3', 'a17', 'a29')")
 
     assert "deletionVectors" in (RsDeltaTable(str(out)).protocol().reader_features or [])
@@ -502,6 +507,35 @@ def test_a_table_with_deletion_vectors_marks_rows_and_is_read_and_counted_withou
     assert _ids(out) == kept
     assert delta_row_count(out) == 37
     assert spark.read.format("delta").load(str(out)).count() == 37
+
+    # A second DELETE in the same file replaces its deletion vector: VACUUM removes the
+    # replaced one and keeps the one in use.
+    first_vectors = {p.name for p in out.glob("deletion_vector_*.bin")}
+    DeltaTable.forPath(spark, str(out)).delete("id = 'a5'")
+    replaced = {p.name for p in out.glob("deletion_vector_*.bin")} - first_vectors
+    assert replaced
+    assert "files removed" in vacuum(spark, Location(out), 0)
+    assert {p.name for p in out.glob("deletion_vector_*.bin")} == replaced
+    kept.remove("a5")
+    assert _ids(out) == kept
+    assert delta_row_count(out) == 36
+    assert spark.read.format("delta").load(str(out)).count() == 36
+
+    # The log checkpoint eventlake writes (delta-rs) keeps the deletion vectors: a copy
+    # read from it alone, its commits cleaned up, still leaves the marked rows out.
+    time.sleep(1.5)  # the commits are older than the log retention
+    service = LogCheckpoints(1)
+    service.after_commit(spark, Location(out))
+    assert service.drain(60)
+    service.close()
+    log = out / "_delta_log"
+    assert (log / "_last_checkpoint").exists()
+    assert len([p for p in log.glob("*.json") if not p.name.startswith(".")]) == 1
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    assert _ids(copy) == kept
+    assert delta_row_count(copy) == 36
+    assert spark.read.format("delta").load(str(copy)).count() == 36
 
 
 def _newest_vectors(path: Path) -> list[dict[str, Any]]:
