@@ -3,6 +3,7 @@ and MERGE), all exactly-once through the marked-commit protocol (:mod:`.commits`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,10 +29,13 @@ from eventlake.connectors.delta.maintenance import (
 )
 from eventlake.connectors.delta.replay import replayed_files
 from eventlake.connectors.delta.tables import (
+    DELETION_VECTORS_PROPERTY,
     delta_row_count,
     enable_change_feed,
     ensure_delta_table,
+    path_identifier,
     sink_checkpoint_interval,
+    table_property,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +47,8 @@ if TYPE_CHECKING:
 
     from eventlake.checkpoints import CheckpointLog
     from eventlake.context import FlowConfig, FlowContext
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -330,6 +336,22 @@ class MergeDelta(_LakeTable, Target):
         ensure_delta_table(ctx.spark, path, self.schema, self.partition_by, interval,
                            cluster_by=self.clustering(), log_retention=kept,
                            deletion_vectors=self.deletion_vectors)  # fmt: skip
+
+    def open(self, ctx: FlowContext) -> None:
+        """Warn when the table should have deletion vectors and was created without."""
+        from delta.tables import DeltaTable
+
+        path = str(ctx.table_path(self.layer, self.name))
+        if not self.deletion_vectors or not DeltaTable.isDeltaTable(ctx.spark, path):
+            return
+        if table_property(ctx.spark, path, DELETION_VECTORS_PROPERTY) != "true":
+            log.warning(
+                "%s/%s was created without deletion vectors: each MERGE copies the rest of "
+                "every file it touches. eventlake leaves its protocol as it is (deletion "
+                "vectors need Delta reader version 3 of every reader); to turn them on: "
+                "ALTER TABLE %s SET TBLPROPERTIES (%s = true)",
+                self.layer, self.name, path_identifier(path), DELETION_VECTORS_PROPERTY,
+            )  # fmt: skip
 
     def write(self, df: DataFrame, batch: BatchContext) -> None:
         from delta.tables import DeltaTable

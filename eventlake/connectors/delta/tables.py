@@ -136,13 +136,17 @@ def path_identifier(path: str) -> str:
     return f"delta.{quoted(path)}"
 
 
-def enable_change_feed(spark: SparkSession, path: str) -> None:
-    """Switch on the change data feed of the Delta table at ``path`` unless it is on."""
+def table_property(spark: SparkSession, path: str, key: str) -> str | None:
+    """A table property of the Delta table at ``path`` (None when it is not set)."""
     from delta.tables import DeltaTable
 
-    table = DeltaTable.forPath(spark, path)
-    properties = table.detail().select("properties").head()
-    if properties is not None and (properties[0] or {}).get(CHANGE_FEED_PROPERTY) == "true":
+    row = DeltaTable.forPath(spark, path).detail().select("properties").head()
+    return (row[0] or {}).get(key) if row is not None else None
+
+
+def enable_change_feed(spark: SparkSession, path: str) -> None:
+    """Switch on the change data feed of the Delta table at ``path`` unless it is on."""
+    if table_property(spark, path, CHANGE_FEED_PROPERTY) == "true":
         return
     table_name = path_identifier(path)
     spark.sql(f"ALTER TABLE {table_name} SET TBLPROPERTIES ({CHANGE_FEED_PROPERTY} = true)")

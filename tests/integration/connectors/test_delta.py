@@ -543,3 +543,58 @@ def _newest_vectors(path: Path) -> list[dict[str, Any]]:
     newest = max((path / "_delta_log").glob("*.json"))
     actions = [json.loads(line) for line in newest.read_text().splitlines()]
     return [a["add"]["deletionVector"] for a in actions if a.get("add", {}).get("deletionVector")]
+
+
+def test_a_merge_target_with_deletion_vectors_copies_no_row_and_an_older_table_keeps_its_protocol(
+    spark: SparkSession,
+    bootstrap: str,
+    make_topic: Callable[..., str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A new table is created with deletion vectors and its MERGE marks the rows it
+    updates and deletes; a table created before without them is merged as it is, with a
+    warning that says how to turn them on."""
+    topic = make_topic()
+    pipeline = _pipeline()
+    older = tmp_path / "lake" / "silver" / "accounts_old"
+    ensure_delta_table(spark, older, ACCOUNTS)
+
+    def target(name: str) -> MergeDelta:
+        return MergeDelta("silver", name, _merge_accounts, ACCOUNTS, prepare=_accounts,
+                          deletion_vectors=True)  # fmt: skip
+
+    @pipeline.flow(input=KafkaInput(), output=FanOut(target("accounts"), target("accounts_old")))
+    def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        event = F.from_json(F.col("value").cast("string"), "id STRING, balance INT, deleted "
+                            "BOOLEAN")  # fmt: skip
+        return df.select(event.alias("e")).select("e.id", "e.balance", "e.deleted")
+
+    def send(*events: tuple[str, int, bool]) -> None:
+        produce(bootstrap, topic, [(i, json.dumps({"id": i, "balance": b, "deleted": d}))
+                                   for i, b, d in events])  # fmt: skip
+
+    settings = settings_for(tmp_path, bootstrap, **{pipeline.name: {"topic": topic}})
+    send(*[(f"k{n}", n, False) for n in range(30)])
+    caplog.set_level("WARNING", logger="eventlake.connectors.delta.connector")
+    run_available_now(pipeline, settings)
+    send(("k3", 300, False), ("k7", 0, True), ("new", 1, False))
+    run_available_now(pipeline, settings)
+
+    warned = [r.getMessage() for r in caplog.records if "deletion vectors" in r.getMessage()]
+    assert len(warned) == 2  # once per run, as its query starts
+    assert all("silver/accounts_old was created without" in w for w in warned)
+    assert "ALTER TABLE delta.`" in warned[0]
+    want = {f"k{n}": n for n in range(30) if n != 7} | {"k3": 300, "new": 1}
+    for name, with_vectors in (("accounts", True), ("accounts_old", False)):
+        path = tmp_path / "lake" / "silver" / name
+        rows = {r["id"]: r["balance"] for r in read_delta(path).to_pylist()}
+        assert rows == want, name
+        features = RsDeltaTable(str(path)).protocol().reader_features or []
+        assert ("deletionVectors" in features) is with_vectors, name
+        merge = RsDeltaTable(str(path)).history(1)[0]
+        assert merge["operation"] == "MERGE"
+        copied = int(merge["operationMetrics"]["numTargetRowsCopied"])
+        assert (copied == 0) is with_vectors, (name, copied)
