@@ -117,7 +117,7 @@ def has_deletion_vectors(table: DeltaTable) -> bool:
     return "deletionVectors" in features
 
 
-def read_arrow(path: Location | Path | str, columns: list[str] | None = None) -> pa.Table:
+def read_arrow(path: Location | Path | str) -> pa.Table:
     """The Delta table's current rows, read with delta-rs (no Spark). A table with
     deletion vectors is read by delta-rs's own engine (its pyarrow dataset refuses them)."""
     import pyarrow as pa
@@ -125,8 +125,8 @@ def read_arrow(path: Location | Path | str, columns: list[str] | None = None) ->
 
     table = DeltaTable(str(path))
     if has_deletion_vectors(table):
-        return pa.table(table.scan(columns=columns))
-    return table.to_pyarrow_table(columns=columns)
+        return pa.table(table.scan())
+    return table.to_pyarrow_table()
 
 
 def path_identifier(path: str) -> str:
