@@ -67,6 +67,8 @@ CDC_USERS = 5_000
 PG_PASSWORD_ENV = "EVENTLAKE_SOAK_PG_PASSWORD"
 #: Extra ``spark.conf`` of every phase (JSON), from ``--spark-conf KEY=VALUE``.
 SPARK_CONF_ENV = "EVENTLAKE_SOAK_SPARK_CONF"
+#: The driver JVM's ``spark.allocator`` in every phase, from ``--allocator``.
+ALLOCATOR_ENV = "EVENTLAKE_SOAK_ALLOCATOR"
 #: A folder for a tracemalloc snapshot of the driver each minute (with PYTHONTRACEMALLOC).
 TRACEMALLOC_DIR_ENV = "EVENTLAKE_SOAK_TRACEMALLOC_DIR"
 #: Minutes compared at each end of a phase.
@@ -440,7 +442,7 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
         "project": {"examples": True},
         "maintenance": {"enabled": maintenance},
         "postgres": {"port": pg_port, "password": os.environ[PG_PASSWORD_ENV]},
-        "spark": {"conf": _spark_conf()},
+        "spark": {"conf": _spark_conf(), "allocator": os.environ.get(ALLOCATOR_ENV, "system")},
         "pipelines": {
             "orders": {"topic": f"soak-{phase}-orders",
                        "high_value_topic": f"soak-{phase}-high-value"},
@@ -762,7 +764,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     conf = _chosen_conf()
     results: dict[str, Any] = {"machine": machine(),
                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               "phases": {}, "spark_conf": conf}  # fmt: skip
+                               "phases": {}, "spark_conf": conf,
+                               "allocator": os.environ.get(ALLOCATOR_ENV, "system")}  # fmt: skip
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="eventlake-soak-") as tmp:
@@ -812,7 +815,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"the run's table maintenance {' and '.join(phases) or 'in no phase'}; sampled every "
         "minute. Batch p99: the "
         f"highest per-minute p99 of the first and of the last {WINDOW_MINUTES} minutes."
-        + (f" spark.conf: `{results['spark_conf']}`." if results.get("spark_conf") else ""),
+        + (f" spark.conf: `{results['spark_conf']}`." if results.get("spark_conf") else "")
+        + f" The driver JVM's allocator: {results.get('allocator', 'system')}.",
     ]
     for name, phase in phases.items():
         lines += ["", f"## Maintenance {name}", ""]
@@ -849,14 +853,14 @@ def markdown(results: dict[str, Any]) -> str:
         for table, f in s["files"].items():
             lines.append(f"| {table} | {f['first']} | {f['max']} | {f['last']} "
                          f"| {f['per_hour']} |")  # fmt: skip
-        if phase.get("compactions"):
+        compacted = {t: c for t, c in phase.get("compactions", {}).items() if c["count"]}
+        if compacted:
             lines += ["", "| table | compactions | MiB rewritten | most in one (MiB) "
                       "| MiB in the table |", "|---|---|---|---|---|"]  # fmt: skip
-            for table, c in phase["compactions"].items():
-                if c["count"]:
-                    lines.append(f"| {table} | {c['count']} | {c['rewritten_bytes'] / 2**20:.1f} "
-                                 f"| {c['largest_bytes'] / 2**20:.1f} "
-                                 f"| {c['table_bytes'] / 2**20:.1f} |")  # fmt: skip
+            for table, c in compacted.items():
+                lines.append(f"| {table} | {c['count']} | {c['rewritten_bytes'] / 2**20:.1f} "
+                             f"| {c['largest_bytes'] / 2**20:.1f} "
+                             f"| {c['table_bytes'] / 2**20:.1f} |")  # fmt: skip
         lines += ["", "| measure | first 10 min (MiB) | last 10 min (MiB) | trend (MiB/hour) "
                   "| trend, second half |", "|---|---|---|---|---|"]  # fmt: skip
         for key, v in s["memory"].items():
@@ -909,6 +913,8 @@ def main() -> None:
     )
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="spark.conf of every phase (repeatable)")  # fmt: skip
+    parser.add_argument("--allocator", choices=("system", "jemalloc"), default="system",
+                        help="the driver JVM's spark.allocator in every phase")  # fmt: skip
     parser.add_argument(
         "--report", action="store_true", help="only rebuild soak.md and the figures from soak.json"
     )
@@ -926,6 +932,7 @@ def main() -> None:
                                 float(args.cdc_rate))))  # fmt: skip
         return
     os.environ[SPARK_CONF_ENV] = json.dumps(dict(kv.split("=", 1) for kv in args.spark_conf))
+    os.environ[ALLOCATOR_ENV] = args.allocator
     _report(measure(args))
 
 

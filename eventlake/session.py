@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eventlake.allocator import SYSTEM, archive_compatible, preload, preloading
 from eventlake.class_archive import archive_options, java_binary
 from eventlake.cluster.code import ship_code
 from eventlake.cluster.standalone import (
@@ -282,8 +283,11 @@ def _check_java() -> None:
         )
 
 
-def _start_jvm(conf: dict[str, str], log: Path, keep_fds: tuple[int, ...] = ()) -> None:
-    """Start Spark's JVM with its stdout and stderr in ``log``, and its SparkContext.
+def _start_jvm(
+    conf: dict[str, str], log: Path, keep_fds: tuple[int, ...] = (), ld_preload: str | None = None
+) -> None:
+    """Start Spark's JVM with its stdout and stderr in ``log`` (and ``ld_preload`` as its
+    ``LD_PRELOAD``), and its SparkContext.
 
     Everything the JVM prints goes there: Spark's log4j output and the output of the Python
     workers it starts (transformWithState's driver worker prints a line per call).
@@ -298,7 +302,7 @@ def _start_jvm(conf: dict[str, str], log: Path, keep_fds: tuple[int, ...] = ()) 
     spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
     gateway = SparkContext._gateway  # spark-submit's JVM, when it started this process
     if gateway is None:
-        with log.open("ab") as out:  # the JVM keeps its own descriptor
+        with log.open("ab") as out, preloading(ld_preload):  # the JVM keeps its descriptor
             gateway = launch_gateway(  # type: ignore[no-untyped-call]
                 spark_conf, popen_kwargs={"stdout": out, "stderr": out, "pass_fds": keep_fds}
             )
@@ -478,7 +482,8 @@ def get_spark(
     ``spark.native_trim_seconds`` where its Java can, and collects garbage with
     ``spark.gc``'s collector (:func:`gc_option`; ``finite``: the session is for a run whose
     flows all end). These come before ``spark.conf``'s own
-    ``spark.driver.extraJavaOptions``, which win on a conflict."""
+    ``spark.driver.extraJavaOptions``, which win on a conflict. It allocates native memory
+    with ``spark.allocator`` (:mod:`eventlake.allocator`)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -494,8 +499,22 @@ def get_spark(
             if not (submitted or {}).get("spark.jars"):
                 jars = spark_jars(repository=settings.jars.repository)
             conf = effective_conf(settings.spark, submitted, jars)
+            allocator = settings.spark.allocator
+            ld_preload = None
+            if submitted is not None and allocator != SYSTEM:
+                logger.warning(
+                    "spark.allocator %s does not apply under spark-submit, whose JVM runs "
+                    "already: give spark-submit LD_PRELOAD=libjemalloc.so.2",
+                    allocator,
+                )
             if submitted is None:
-                if java_options is None and settings.spark.class_archive and jars:
+                ld_preload = preload(allocator, os.environ)
+                if (
+                    java_options is None
+                    and settings.spark.class_archive
+                    and jars
+                    and archive_compatible(allocator, conf.get(DRIVER_JAVA_OPTIONS, ""))
+                ):
                     java_options = archive_options(jars)
                 trim = native_trim_option(settings.spark.native_trim_seconds)
                 gc = gc_option(settings.spark.gc, finite, conf.get(DRIVER_JAVA_OPTIONS, ""))
@@ -525,7 +544,7 @@ def get_spark(
         try:
             preloading = _preload(PRELOADED_MODULES)
             # The JVM holds the scratch folder's lock as long as it lives.
-            _start_jvm(conf, log, (scratch.lock_fd,) if scratch else ())
+            _start_jvm(conf, log, (scratch.lock_fd,) if scratch else (), ld_preload)
             preloading.join()
             session = builder.getOrCreate()
         except Exception as exc:

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("secrets",),
     ("errors",),
     ("paths",),
-    ("durations", "storage", "processes", "jars", "class_archive", "scratch"),
+    ("durations", "storage", "processes", "jars", "class_archive", "scratch", "allocator"),
     ("triggers", "kafka", "jvm_code"),
     ("config",),
     ("postgres", "checkpoints", "generator"),

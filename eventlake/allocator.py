@@ -1,0 +1,68 @@
+"""The driver JVM's C allocator (``spark.allocator``).
+
+What the JVM allocates outside its own accounting (RocksDB's memtables and blocks, Parquet's
+and zstd's buffers, the JIT's arenas) comes from the C library's ``malloc``. ``jemalloc``
+starts the driver JVM with jemalloc preloaded (``LD_PRELOAD``) instead of glibc's malloc,
+as Flink's images do for their JVMs. The library is the system's: Debian and Ubuntu's
+``libjemalloc2``, Fedora and RHEL's ``jemalloc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes.util
+import os
+from collections.abc import Iterator, Mapping
+
+from eventlake.errors import ErrorCode, EventlakeError
+
+SYSTEM = "system"
+JEMALLOC = "jemalloc"
+#: With jemalloc preloaded, JDK 17 stops at its start when it tracks its native memory
+#: (this option) and maps a class-data archive too.
+NATIVE_MEMORY_TRACKING = "-XX:NativeMemoryTracking="
+
+
+def jemalloc_library() -> str | None:
+    """The name the dynamic linker finds jemalloc by (``libjemalloc.so.2``), or None."""
+    return ctypes.util.find_library("jemalloc")
+
+
+def preload(allocator: str, environ: Mapping[str, str]) -> str | None:
+    """The driver JVM's ``LD_PRELOAD`` for ``allocator``: None for the system's malloc,
+    else the allocator's library ahead of what ``environ`` preloads already.
+
+    Raises EL-JAVA-002 when the allocator's library is not installed."""
+    if allocator == SYSTEM:
+        return None
+    library = jemalloc_library()
+    if library is None:
+        raise EventlakeError(
+            ErrorCode.ALLOCATOR_MISSING,
+            f"spark.allocator is {allocator}, but the dynamic linker finds no libjemalloc.",
+        )
+    return f"{library} {environ.get('LD_PRELOAD', '')}".strip()
+
+
+@contextlib.contextmanager
+def preloading(value: str | None) -> Iterator[None]:
+    """``LD_PRELOAD`` set to ``value`` in this process's environment while the block runs
+    (pyspark starts the JVM with a copy of it), as it was after; nothing when None."""
+    if value is None:
+        yield
+        return
+    before = os.environ.get("LD_PRELOAD")
+    os.environ["LD_PRELOAD"] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LD_PRELOAD", None)
+        else:
+            os.environ["LD_PRELOAD"] = before
+
+
+def archive_compatible(allocator: str, java_options: str) -> bool:
+    """Whether the driver JVM can map its class-data archive under ``allocator`` with
+    ``java_options``."""
+    return allocator == SYSTEM or NATIVE_MEMORY_TRACKING not in java_options
