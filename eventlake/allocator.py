@@ -1,10 +1,13 @@
 """The driver JVM's C allocator (``spark.allocator``).
 
-What the JVM allocates outside its own accounting (RocksDB's memtables and blocks, Parquet's
-and zstd's buffers, the JIT's arenas) comes from the C library's ``malloc``. ``jemalloc``
-starts the driver JVM with jemalloc preloaded (``LD_PRELOAD``) instead of glibc's malloc,
-as Flink's images do for their JVMs. The library is the system's: Debian and Ubuntu's
-``libjemalloc2``, Fedora and RHEL's ``jemalloc``.
+The JVM's native memory (its compilers' arenas, RocksDB's memtables and blocks, the
+compression codecs' buffers) comes from the C library's ``malloc``, and glibc keeps much of
+what the JVM frees resident: the soak's JVM grew on glibc, while on jemalloc what it held
+through malloc stayed flat. ``jemalloc`` starts the driver JVM (and so the Python workers it
+starts) with jemalloc preloaded (``LD_PRELOAD``), which hands freed pages back on its own,
+as Flink's images do for their JVMs; the driver's own Python process keeps the C library's.
+The library is the system's: Debian and Ubuntu's ``libjemalloc2``, Fedora and RHEL's
+``jemalloc``.
 """
 
 from __future__ import annotations

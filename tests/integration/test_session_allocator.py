@@ -1,6 +1,7 @@
-"""The driver JVM on jemalloc (``spark.allocator: jemalloc``): preloaded into the JVM only,
-a pipeline's rows written as on the system's malloc, and the JVM starting with its native
-memory tracked too (JDK 17 stops at its start with both and a class-data archive)."""
+"""The driver JVM on jemalloc (``spark.allocator: jemalloc``): preloaded into the JVM, not
+the driver's Python process, a pipeline's rows written as on the system's malloc, and the
+JVM starting with its native memory tracked too (JDK 17 stops at its start with both and a
+class-data archive)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ print(json.dumps({
 """
 
 
-def test_jemalloc_is_the_driver_jvms_allocator_and_no_one_elses(tmp_path: Path) -> None:
+def test_jemalloc_is_the_driver_jvms_allocator_not_the_drivers_python(tmp_path: Path) -> None:
     inbox = tmp_path / "lake" / "inbox"
     inbox.mkdir(parents=True)
     (inbox / "a.json").write_text('{"id": "r-1"}\n{"id": "r-2"}\n')
