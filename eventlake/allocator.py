@@ -48,7 +48,7 @@ def preload(allocator: str, environ: Mapping[str, str]) -> str | None:
 
 
 @contextlib.contextmanager
-def preloading(value: str | None) -> Iterator[None]:
+def with_preload(value: str | None) -> Iterator[None]:
     """``LD_PRELOAD`` set to ``value`` in this process's environment while the block runs
     (pyspark starts the JVM with a copy of it), as it was after; nothing when None."""
     if value is None:

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eventlake.allocator import SYSTEM, archive_compatible, preload, preloading
+from eventlake.allocator import SYSTEM, archive_compatible, preload, with_preload
 from eventlake.class_archive import archive_options, java_binary
 from eventlake.cluster.code import ship_code
 from eventlake.cluster.standalone import (
@@ -302,7 +302,7 @@ def _start_jvm(
     spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
     gateway = SparkContext._gateway  # spark-submit's JVM, when it started this process
     if gateway is None:
-        with log.open("ab") as out, preloading(ld_preload):  # the JVM keeps its descriptor
+        with log.open("ab") as out, with_preload(ld_preload):  # the JVM keeps its descriptor
             gateway = launch_gateway(  # type: ignore[no-untyped-call]
                 spark_conf, popen_kwargs={"stdout": out, "stderr": out, "pass_fds": keep_fds}
             )

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from eventlake import allocator
-from eventlake.allocator import archive_compatible, preload, preloading
+from eventlake.allocator import archive_compatible, preload, with_preload
 from eventlake.errors import ErrorCode, EventlakeError
 
 
@@ -30,16 +30,16 @@ def test_a_missing_jemalloc_is_a_coded_error(monkeypatch: pytest.MonkeyPatch) ->
     assert "spark.allocator" in (raised.value.fix or "")
 
 
-def test_preloading_sets_ld_preload_for_the_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_preload_sets_ld_preload_for_the_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LD_PRELOAD", "libother.so")
-    with preloading("libjemalloc.so.2 libother.so"):
+    with with_preload("libjemalloc.so.2 libother.so"):
         assert os.environ["LD_PRELOAD"] == "libjemalloc.so.2 libother.so"
     assert os.environ["LD_PRELOAD"] == "libother.so"
     monkeypatch.delenv("LD_PRELOAD")
-    with preloading("libjemalloc.so.2"):
+    with with_preload("libjemalloc.so.2"):
         assert os.environ["LD_PRELOAD"] == "libjemalloc.so.2"
     assert "LD_PRELOAD" not in os.environ
-    with preloading(None):
+    with with_preload(None):
         assert "LD_PRELOAD" not in os.environ
 
 
