@@ -20,7 +20,6 @@ from collections.abc import Iterator, Mapping
 from eventlake.errors import ErrorCode, EventlakeError
 
 SYSTEM = "system"
-JEMALLOC = "jemalloc"
 #: With jemalloc preloaded, JDK 17 stops at its start when it tracks its native memory
 #: (this option) and maps a class-data archive too.
 NATIVE_MEMORY_TRACKING = "-XX:NativeMemoryTracking="

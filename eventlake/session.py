@@ -501,12 +501,6 @@ def get_spark(
             conf = effective_conf(settings.spark, submitted, jars)
             allocator = settings.spark.allocator
             ld_preload = None
-            if submitted is not None and allocator != SYSTEM:
-                logger.warning(
-                    "spark.allocator %s does not apply under spark-submit, whose JVM runs "
-                    "already: give spark-submit LD_PRELOAD=libjemalloc.so.2",
-                    allocator,
-                )
             if submitted is None:
                 ld_preload = preload(allocator, os.environ)
                 if (
@@ -522,6 +516,12 @@ def get_spark(
                 if java_options:
                     key = DRIVER_JAVA_OPTIONS
                     conf[key] = f"{java_options} {conf.get(key, '')}".strip()
+            elif allocator != SYSTEM:
+                logger.warning(
+                    "spark.allocator %s does not apply under spark-submit, whose JVM runs "
+                    "already: give spark-submit LD_PRELOAD=libjemalloc.so.2",
+                    allocator,
+                )
         except EventlakeError:
             raise
         except Exception as exc:
