@@ -91,7 +91,14 @@ class ToPostgres(Target):
             order_by=self.order_by,
             delete_flag=self.delete_flag,
         )
-        upsert.write(self.rows(df, batch), batch, self._connection(batch))
+        connection = self._connection(batch)
+        try:
+            upsert.write(self.rows(df, batch), batch, connection)
+        except Exception as exc:
+            lost = connection.lost(exc)
+            if lost is None:
+                raise
+            raise lost from exc
 
 
 class PostgresConnection:
@@ -103,7 +110,7 @@ class PostgresConnection:
         self._conn: Any = None
 
     def get(self) -> Any:
-        """The open connection; EL-POSTGRES-001 when the server cannot be reached."""
+        """The open connection; EL-POSTGRES-003 when the server cannot be reached."""
         import psycopg
 
         if self._conn is not None and not (self._conn.closed or self._conn.broken):
@@ -121,6 +128,24 @@ class PostgresConnection:
         conn.autocommit = True
         self._conn = conn
         return conn
+
+    def lost(self, exc: BaseException) -> EventlakeError | None:
+        """EL-POSTGRES-003 when ``exc`` came from losing the connection in use (the server
+        shut down, crashed or went away); None for any other error."""
+        import psycopg
+
+        gone = (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
+                psycopg.errors.CannotConnectNow)  # fmt: skip
+        conn = self._conn
+        broken = conn is not None and (conn.closed or conn.broken)
+        if not (isinstance(exc, gone) or (isinstance(exc, psycopg.OperationalError) and broken)):
+            return None
+        self.close()
+        return EventlakeError(
+            ErrorCode.POSTGRES_UNREACHABLE,
+            f"lost the connection to PostgreSQL at {self.settings.host}:{self.settings.port} "
+            f"as {self.settings.user}: {str(exc).strip()}",
+        )
 
     def close(self) -> None:
         if self._conn is not None:

@@ -1,6 +1,7 @@
 """Faults on real components: the users fan-out's PostgreSQL (MERGE + PostgreSQL + Kafka
-targets in one batch) is stopped for 30 s under the running pipeline, then started again.
-The silver flow fails with EL-POSTGRES-003 and restarts on its own; bronze keeps running.
+targets in one batch) is stopped under the running pipeline for 30 s, or until the silver
+flow has failed and restarted if that takes longer, then started again. The silver flow
+fails with EL-POSTGRES-003 and restarts on its own; bronze keeps running.
 Afterwards every target equals the independent computation: the Delta tables and
 PostgreSQL exactly, the at-least-once state topic holds every changed user. The recovery
 time, from the server's restart to every target caught up, is printed."""
@@ -27,6 +28,8 @@ from tests.integration.users_expected import expected_history, expected_users
 pytestmark = pytest.mark.integration
 
 OUTAGE = 30.0
+# A slow machine's silver batch can take a minute before it reaches the stopped server.
+FAILURE_SEEN = 240.0
 
 
 def _caught_up(
@@ -71,9 +74,10 @@ def test_postgresql_stopped_30s_under_the_users_fanout(
             server.stop()
             down = time.monotonic()
             send(bootstrap, topic, during)
-            wait_until(lambda: _silver_restarted(run.status()),
-                       timeout=OUTAGE, what="the silver flow to fail and restart")  # fmt: skip
+            wait_until(lambda: _silver_restarted(run.status()), timeout=FAILURE_SEEN,
+                       what="the silver flow to fail and restart")  # fmt: skip
             time.sleep(max(0.0, OUTAGE - (time.monotonic() - down)))  # the rest of the outage
+            away = time.monotonic() - down
             server.start()
             back = time.monotonic()
             send(bootstrap, topic, after)
@@ -96,7 +100,7 @@ def test_postgresql_stopped_30s_under_the_users_fanout(
     finally:
         server.remove()
     with capsys.disabled():
-        print(f"\n[fault] PostgreSQL away {OUTAGE:.0f} s under the users fan-out: every target "
+        print(f"\n[fault] PostgreSQL away {away:.0f} s under the users fan-out: every target "
               f"caught up {recovery:.1f} s after it came back, "
               f"{restarts['users.silver']} restart(s) of users.silver")  # fmt: skip
 
