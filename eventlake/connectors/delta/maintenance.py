@@ -325,13 +325,17 @@ def _files_of(table: Any, small_bytes: int) -> TableFiles:
 
 
 def maintenance_session(spark: SparkSession) -> SparkSession:
-    """A session of its own for maintenance: no batch's commit marks reach its commits, and
-    VACUUM lists a table's folders in as many tasks as there are cores (Spark's default,
-    10,000 tasks, keeps 2 cores busy for over a minute)."""
-    session = spark.newSession()
-    cores = max(spark.sparkContext.defaultParallelism, 1)
-    session.conf.set(_LISTING_PARALLELISM, str(cores))
-    return session
+    """A session of its own for maintenance: no batch's commit marks reach its commits."""
+    return spark.newSession()
+
+
+def listing_parallelism(spark: SparkSession) -> str | None:
+    """How many tasks Spark's VACUUM lists a table's folders in: as many as there are
+    cores (Spark's default, 10,000 tasks, keeps 2 cores busy for over a minute); None when
+    the session sets its own."""
+    if spark.conf.get(_LISTING_PARALLELISM, None) is not None:
+        return None
+    return str(max(spark.sparkContext.defaultParallelism, 1))
 
 
 def compact(
@@ -486,7 +490,10 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
             return done
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: vacuum {path}")
     # The retention was computed for the run's readers: Delta's check would refuse it.
-    with _session_conf(spark, _RETENTION_CHECK, "false"):
+    with (
+        _session_conf(spark, _RETENTION_CHECK, "false"),
+        _session_conf(spark, _LISTING_PARALLELISM, listing_parallelism(spark)),
+    ):
         spark.sql(f"VACUUM {path_identifier(str(path))} RETAIN {hours:.4f} HOURS").collect()
     from delta.tables import DeltaTable as SparkDeltaTable
 
