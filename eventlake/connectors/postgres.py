@@ -113,7 +113,7 @@ class PostgresConnection:
         """The open connection; EL-POSTGRES-003 when the server cannot be reached."""
         import psycopg
 
-        if self._conn is not None and not (self._conn.closed or self._conn.broken):
+        if self._conn is not None and not self._gone():
             return self._conn
         self.close()
         try:
@@ -131,13 +131,13 @@ class PostgresConnection:
 
     def lost(self, exc: BaseException) -> EventlakeError | None:
         """EL-POSTGRES-003 when ``exc`` came from losing the connection in use (the server
-        shut down, crashed or went away); None for any other error."""
+        shut down, crashed or went away), the connection then closed; None for any other
+        error."""
         import psycopg
 
         gone = (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
                 psycopg.errors.CannotConnectNow)  # fmt: skip
-        conn = self._conn
-        broken = conn is not None and (conn.closed or conn.broken)
+        broken = self._conn is not None and self._gone()
         if not (isinstance(exc, gone) or (isinstance(exc, psycopg.OperationalError) and broken)):
             return None
         self.close()
@@ -146,6 +146,9 @@ class PostgresConnection:
             f"lost the connection to PostgreSQL at {self.settings.host}:{self.settings.port} "
             f"as {self.settings.user}: {str(exc).strip()}",
         )
+
+    def _gone(self) -> bool:
+        return bool(self._conn.closed or self._conn.broken)
 
     def close(self) -> None:
         if self._conn is not None:
