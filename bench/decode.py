@@ -16,13 +16,16 @@ import json
 import os
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.fresh import in_fresh_process
 
+if TYPE_CHECKING:
+    from eventlake.config.params import JsonDecoder
+
 EVENTS = 1_000_000
 ROUNDS = 5
-DECODERS = ("spark", "bytes", "arrow")
+DECODERS: tuple[JsonDecoder, ...] = ("spark", "bytes", "arrow")
 
 
 def _run() -> dict[str, Any]:
@@ -48,8 +51,8 @@ def _run() -> dict[str, Any]:
     spark_rows = decoded["spark"].select("id", *FIELDS)
     differing = 0
     for decoder in DECODERS[1:]:
-        rows = decoded[decoder].select("id", *FIELDS)
-        differing += spark_rows.exceptAll(rows).count() + rows.exceptAll(spark_rows).count()
+        other = decoded[decoder].select("id", *FIELDS)
+        differing += spark_rows.exceptAll(other).count() + other.exceptAll(spark_rows).count()
     return {
         "events": EVENTS,
         "cores": cores,

@@ -26,7 +26,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +36,8 @@ from eventlake.connectors.kafka import KafkaInput, kafka_records
 from eventlake.pipelines import Pipeline
 from eventlake.storage import Location
 from eventlake.transforms.windows import flatten_window, windowed
+
+UTC = timezone.utc  # datetime.UTC is Python 3.11+
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -295,8 +297,9 @@ def _real_time(bootstrap: str, root: Path, rate: float, seconds: int) -> list[fl
 
     def drain(timeout: float) -> None:
         for msg in consumer.consume(num_messages=1000, timeout=timeout):
-            if msg.error() is None:
-                sent = json.loads(msg.value())["sent_at"]
+            value = msg.value()
+            if msg.error() is None and value is not None:
+                sent = json.loads(value)["sent_at"]
                 if sent >= warm_until:
                     latencies.append(time.time() - sent)
 

@@ -27,12 +27,14 @@ import bisect
 import json
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from bench.fresh import in_fresh_process
 from bench.latency import Watcher, paced, percentiles, rows_by_version
+
+UTC = timezone.utc  # datetime.UTC is Python 3.11+
 
 RATE = 1_000
 SECONDS = 60
@@ -177,9 +179,9 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
                 out["bronze"].append(visible["bronze/orders"][v] - at)
     for v, rows in rows_by_version(paths["silver/orders"], ["partition", "offset"]).items():
         for r in rows:
-            at = produced.get((r["partition"], r["offset"]))
-            if at is not None and at >= measured_from and v in visible["silver/orders"]:
-                out["silver"].append(visible["silver/orders"][v] - at)
+            sent_at = produced.get((r["partition"], r["offset"]))
+            if sent_at is not None and sent_at >= measured_from and v in visible["silver/orders"]:
+                out["silver"].append(visible["silver/orders"][v] - sent_at)
     times = [e for e, _ in sent]
     closed: dict[float, float] = {}  # window end -> when the gold table first showed it
     for v, rows in rows_by_version(paths["gold/revenue_hourly"], ["window_end"]).items():

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ from bench.variants.eventlake_golden import write_config
 from eventlake.jars import FLINK_BENCH_JARS, jar_files
 from eventlake.kafka import EmbeddedKafkaBroker, create_topic, produce
 from eventlake.testing import free_port
+
+UTC = timezone.utc  # datetime.UTC is Python 3.11+
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

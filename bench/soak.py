@@ -442,7 +442,7 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
         "project": {"examples": True},
         "maintenance": {"enabled": maintenance},
         "postgres": {"port": pg_port, "password": os.environ[PG_PASSWORD_ENV]},
-        "spark": {"conf": _spark_conf(), "allocator": os.environ.get(ALLOCATOR_ENV, "system")},
+        "spark": {"conf": _spark_conf(), "allocator": _chosen_allocator()},
         "pipelines": {
             "orders": {"topic": f"soak-{phase}-orders",
                        "high_value_topic": f"soak-{phase}-high-value"},
@@ -457,6 +457,11 @@ def _chosen_conf() -> dict[str, str]:
     """The soak's RocksDB budget and ``--spark-conf`` (which wins)."""
     return {STATE_MEMORY_CONF: str(STATE_MEMORY_MB),
             **json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")}  # fmt: skip
+
+
+def _chosen_allocator() -> str:
+    """The driver JVM's ``spark.allocator``: ``--allocator``, else the system's malloc."""
+    return os.environ.get(ALLOCATOR_ENV, "system")
 
 
 def _spark_conf() -> dict[str, str]:
@@ -765,7 +770,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": machine(),
                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "phases": {}, "spark_conf": conf,
-                               "allocator": os.environ.get(ALLOCATOR_ENV, "system")}  # fmt: skip
+                               "allocator": _chosen_allocator()}  # fmt: skip
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="eventlake-soak-") as tmp:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from bench.fresh import in_fresh_process
 from bench.latency import percentiles
