@@ -40,7 +40,7 @@ from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.runner import RunResult
 from eventlake.run import run_pipeline
 from eventlake.storage import Location
-from eventlake.testing import delta_version, read_delta
+from eventlake.testing import read_delta
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -339,9 +339,13 @@ TABLES = (
 
 
 def _collect(summary: DemoSummary, settings: Settings, bootstrap: str, high: str) -> None:
+    from deltalake import DeltaTable
+
+    from eventlake.connectors.delta.tables import rows_of
+
     for layer, name in TABLES:
-        path = settings.lake.table_path(layer, name)
-        summary.tables[f"{layer}/{name}"] = (read_delta(path).num_rows, delta_version(path))
+        table = DeltaTable(str(settings.lake.table_path(layer, name)))
+        summary.tables[f"{layer}/{name}"] = (rows_of(table), int(table.version()))
     summary.high_value_records = sum(topic_offsets(bootstrap, high).values())
 
 

@@ -90,11 +90,8 @@ def sink_checkpoint_interval(ctx: FlowConfig) -> int | None:
 
 
 def delta_row_count(path: Location | Path) -> int | None:
-    """Rows in the Delta table's current version, from its log's file statistics less the
-    rows its deletion vectors mark (read with delta-rs, no Spark); None when there is no
-    table at ``path``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """Rows in the Delta table's current version (:func:`rows_of`, read with delta-rs, no
+    Spark); None when there is no table at ``path``."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
@@ -102,6 +99,15 @@ def delta_row_count(path: Location | Path) -> int | None:
         table = DeltaTable(str(path))
     except TableNotFoundError:
         return None
+    return rows_of(table)
+
+
+def rows_of(table: DeltaTable) -> int:
+    """Rows in a delta-rs table's version, from its log's file statistics less the rows its
+    deletion vectors mark."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     files = pa.table(table.get_add_actions(flatten=True))
     rows = int(pc.sum(files.column("num_records")).as_py() or 0)
     if has_deletion_vectors(table):
