@@ -9,8 +9,6 @@ from pathlib import Path
 PACKAGE = Path(__file__).parents[2] / "eventlake"
 #: Kept on purpose, with the reason (docs/architecture.md, "The run scope").
 ALLOWED = {
-    # One HadoopStorage per SparkContext: a cache keyed by the JVM it talks to.
-    ("storage/__init__.py", "_hadoop"),
     # The process's one SparkSession is created under this lock.
     ("session.py", "_lock"),
     # Local files need no state: one stateless LocalStorage serves every local path.
