@@ -8,8 +8,8 @@ BIN := $(VENV)/bin
 JARS := .cache/jars
 MVN := mvn -q -B -ntp
 PYTEST_ARGS ?=
-# make test: pytest-xdist workers (2 fit CI's 2 cores: much of the suite waits on
-# subprocess JVMs, brokers and outages); TEST_WORKERS=0 runs in one process.
+# make test: pytest-xdist workers (2, one per core of CI's machine: a test alone keeps
+# most of both busy); TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
 VENV_STAMP := $(VENV)/.eventlake-installed
