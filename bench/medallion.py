@@ -27,14 +27,12 @@ import bisect
 import json
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench.fresh import in_fresh_process
-from bench.latency import Watcher, paced, percentiles, rows_by_version
-
-UTC = timezone.utc  # datetime.UTC is Python 3.11+
+from bench.latency import UTC, Watcher, paced, percentiles, rows_by_version
 
 RATE = 1_000
 SECONDS = 60
