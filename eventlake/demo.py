@@ -100,7 +100,8 @@ def _demo_settings(settings: Settings, bootstrap: str, run_id: str) -> Settings:
 
 
 def _caught_up(listener: ProgressListener, produced: int, timeout: float) -> None:
-    """Wait until silver and quarantine have read every record, then two gold batches."""
+    """Wait until bronze, silver and quarantine have read every record, then two gold
+    batches."""
     deadline = time.monotonic() + timeout
 
     def totals(name: str) -> tuple[int, int]:
@@ -108,7 +109,7 @@ def _caught_up(listener: ProgressListener, produced: int, timeout: float) -> Non
         return (t.input_rows, t.batches) if t else (0, 0)
 
     while time.monotonic() < deadline:
-        if totals("silver")[0] >= produced and totals("quarantine")[0] >= produced:
+        if all(totals(flow)[0] >= produced for flow in ("bronze", "silver", "quarantine")):
             break
         time.sleep(0.5)
     batches = totals("revenue_hourly")[1]

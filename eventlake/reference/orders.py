@@ -1,14 +1,17 @@
-"""The orders medallion pipeline: Kafka -> bronze -> silver (+ quarantine) -> gold.
+"""The orders medallion pipeline: Kafka -> bronze and silver (+ quarantine) -> gold.
 
 Input: JSON orders ``order_id``, ``user_id``, ``category``, ``region``, ``amount``,
 ``event_time`` (ISO-8601 text), keyed by ``order_id``.
 
 - ``bronze``: every Kafka record as received (bronze/orders).
 - ``silver``: valid orders, typed, de-duplicated by ``order_id`` within ``dedup_delay``
-  (silver/orders). Orders later than ``dedup_delay`` behind the newest event time are
-  dropped by Spark's watermark; the progress line reports them as "late dropped".
-- ``quarantine``: records that are not JSON objects or break a rule, with the raw value,
-  Kafka coordinates and ``reason`` (silver/orders_quarantine).
+  (silver/orders). It reads the topic itself, beside ``bronze``, so an order reaches
+  silver (and gold) one batch after it is produced instead of two: bronze is the archive
+  and the quarantine's input, not a hop on the way to gold. Orders later than
+  ``dedup_delay`` behind the newest event time are dropped by Spark's watermark; the
+  progress line reports them as "late dropped".
+- ``quarantine``: records in bronze that are not JSON objects or break a rule, with the raw
+  value, Kafka coordinates and ``reason`` (silver/orders_quarantine).
 - ``revenue_hourly``: per ``category`` and tumbling window: order count and revenue,
   written once per window when the watermark closes it (gold/revenue_hourly).
 - ``category_sliding``: per ``category`` and sliding window: order count
@@ -55,7 +58,7 @@ class OrdersParams(PipelineParams):
 orders = Pipeline(
     "orders",
     params=OrdersParams,
-    description="Kafka orders -> bronze -> silver + quarantine -> gold windows, high-value",
+    description="Kafka orders -> bronze, silver + quarantine -> gold windows, high-value",
 )
 
 ORDER_FIELDS = (
@@ -114,12 +117,13 @@ def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
     return kafka_records(df)
 
 
-@orders.flow(input=DeltaInput("bronze", "orders"), output=DeltaOutput("silver", "orders"))
+@orders.flow(input=KafkaInput(), output=DeltaOutput("silver", "orders"))
 @expect("has_order_id", "trim(order_id) <> ''", on_violation="fail")
 @expect("has_event_time", "event_time IS NOT NULL", on_violation="fail")
 @expect("amount_not_negative", "amount >= 0", on_violation="fail")
 def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
-    """Valid orders, typed, de-duplicated by order_id within the dedup watermark.
+    """Valid orders from the topic, typed, de-duplicated by order_id within the dedup
+    watermark.
 
     The expectations are its invariants: ``checked_orders`` sends records that break them
     to the quarantine with a reason; should one ever get through, the flow stops.
@@ -127,7 +131,8 @@ def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     p = ctx.typed(OrdersParams)
-    valid = checked_orders(df, ctx.params.json_decoder).where(F.col("reason").isNull())
+    records = kafka_records(df)
+    valid = checked_orders(records, ctx.params.json_decoder).where(F.col("reason").isNull())
     typed = valid.select(
         F.col("data.order_id").alias("order_id"),
         F.col("data.user_id").alias("user_id"),

@@ -129,6 +129,31 @@ def test_orders_pipeline_matches_an_independent_computation(
         assert order["amount"] == exp.silver[key]["amount"]
 
 
+def test_silver_reads_the_topic_not_bronze(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """silver is one batch from Kafka: run alone, it holds every valid order once, with
+    each order's Kafka coordinates, while bronze holds nothing."""
+    topic, high = make_topic(partitions=2, prefix="orders-silver"), make_topic(prefix="high")
+    settings = orders_settings(bootstrap, tmp_path, topic, high)
+    records = list(OrdersGenerator(OrdersConfig(
+        seed=3, duplicate_fraction=0.05, malformed_fraction=0.05)).records(600))  # fmt: skip
+    send(bootstrap, topic, records)
+
+    result = run_available_now("orders", settings, flows=["silver"])
+
+    assert set(result.flows) == {"orders.silver"}
+    bronze = settings.lake.table_path("bronze", "orders").path
+    assert not bronze.exists() or len(table(settings, "bronze", "orders")) == 0
+    exp = expected_silver([records])
+    silver = table(settings, "silver", "orders")
+    assert sorted(silver["order_id"]) == sorted(exp.silver)
+    ends = topic_offsets(bootstrap, topic)
+    assert all(0 <= o < ends[p] for p, o in zip(silver["partition"], silver["offset"],
+                                                 strict=True))  # fmt: skip
+    assert set(silver["topic"]) == {topic}
+
+
 def test_validation_reasons(spark: SparkSession) -> None:
     from eventlake.reference.orders import checked_orders
 
