@@ -12,12 +12,18 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.config import Settings
+from eventlake.connectors import DeltaInput, DeltaOutput, KafkaInput
+from eventlake.context import FlowContext
+from eventlake.errors import EventlakeError
 from eventlake.generator import GeneratedRecord, OrdersConfig, OrdersGenerator, send
 from eventlake.kafka import topic_offsets
+from eventlake.pipelines import Pipeline
 from eventlake.testing import consume_topic, read_delta, run_available_now, settings_for
+from eventlake.validation.upgrade import upgrade_verdicts
+from tests.integration.cli_helpers import run_cli, write_config
 from tests.integration.orders_expected import (
     HALF_HOUR,
     HOUR,
@@ -152,6 +158,78 @@ def test_silver_reads_the_topic_not_bronze(
     assert all(0 <= o < ends[p] for p, o in zip(silver["partition"], silver["offset"],
                                                  strict=True))  # fmt: skip
     assert set(silver["topic"]) == {topic}
+
+
+def _orders_reading_bronze() -> Pipeline:
+    """``orders``' bronze and silver as shipped until 11-30: silver read bronze/orders."""
+    from pyspark.sql import functions as F
+
+    from eventlake.reference.orders import OrdersParams, bronze, checked_orders
+
+    old = Pipeline("orders", params=OrdersParams)
+    old.flow(input=KafkaInput(), output=DeltaOutput("bronze", "orders"))(bronze)
+
+    @old.flow(input=DeltaInput("bronze", "orders"), output=DeltaOutput("silver", "orders"))
+    def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
+        p = ctx.typed(OrdersParams)
+        valid = checked_orders(df).where(F.col("reason").isNull())
+        typed = valid.select(
+            *(F.col(f"data.{c}").alias(c) for c in ("order_id", "user_id", "category", "region")),
+            F.col("amount_typed").alias("amount"), F.col("event_time_typed").alias("event_time"),
+            "topic", "partition", "offset",
+        )  # fmt: skip
+        return ctx.with_watermark(typed, "event_time", p.dedup_delay).dropDuplicatesWithinWatermark(
+            ["order_id"]
+        )
+
+    return old
+
+
+def test_upgrading_silver_from_bronze_to_the_topic(
+    spark: SparkSession, bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """A silver checkpoint of the old shape cannot resume (EL-V006); the README's way over
+    (bronze's end offsets from `checkpoint show`, `checkpoint reset`, `starting_offsets`)
+    continues silver where it was: every order once, none lost."""
+    from eventlake.pipelines.loader import load_pipelines
+
+    topic, high = make_topic(partitions=2, prefix="orders-upgrade"), make_topic(prefix="high")
+    gen = OrdersGenerator(OrdersConfig(seed=8, malformed_fraction=0.05))
+    before, after = list(gen.records(300)), list(gen.records(200))
+    send(bootstrap, topic, before)
+    old_settings = orders_settings(bootstrap, tmp_path, topic, high)
+    run_available_now(_orders_reading_bronze(), old_settings)
+    assert sorted(table(old_settings, "silver", "orders")["order_id"]) == sorted(
+        expected_silver([before]).silver
+    )
+
+    shipped = load_pipelines(examples=True).get("orders")
+    found = {v.flow: v for v in upgrade_verdicts(shipped, old_settings, spark)}
+    assert found["orders.silver"].outcome == "cannot resume"
+    why = "; ".join(found["orders.silver"].reasons)
+    assert f"reads kafka:{topic}" in why and "bronze/orders" in why, why
+    assert found["orders.bronze"].outcome == "resumes safely"
+    with pytest.raises(EventlakeError) as refused:
+        run_available_now("orders", old_settings, flows=["bronze", "silver"])
+    assert "EL-V006" in str(refused.value)
+
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path,
+                       orders={"topic": topic, "high_value_topic": high})  # fmt: skip
+    shown = run_cli("--config", str(cfg), "checkpoint", "show", "orders.bronze", "--no-state",
+                    "--format", "json")  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    [last] = [b for b in json.loads(shown.stdout)["batches"] if b["committed"]][-1:]
+    ends = last["sources"][0]["offset"]
+    assert ends == {topic: {str(p): o for p, o in topic_offsets(bootstrap, topic).items()}}
+    reset = run_cli("--config", str(cfg), "checkpoint", "reset", "orders.silver", "--yes")
+    assert reset.returncode == 0, reset.stderr
+
+    send(bootstrap, topic, after)
+    settings = orders_settings(bootstrap, tmp_path, topic, high, starting_offsets=json.dumps(ends))
+    run_available_now("orders", settings, flows=["bronze", "silver"])
+    assert len(table(settings, "bronze", "orders")) == len(before) + len(after)
+    silver = table(settings, "silver", "orders")
+    assert sorted(silver["order_id"]) == sorted(expected_silver([before, after]).silver)
 
 
 def test_validation_reasons(spark: SparkSession) -> None:
