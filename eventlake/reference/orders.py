@@ -6,8 +6,8 @@ Input: JSON orders ``order_id``, ``user_id``, ``category``, ``region``, ``amount
 - ``bronze``: every Kafka record as received (bronze/orders).
 - ``silver``: valid orders, typed, de-duplicated by ``order_id`` within ``dedup_delay``
   (silver/orders). It reads the topic itself, beside ``bronze``, so an order reaches
-  silver (and gold) one batch after it is produced instead of two: bronze is the archive
-  and the quarantine's input, not a hop on the way to gold. Orders later than
+  silver in one batch instead of two, and gold a batch sooner: bronze is the archive and
+  the quarantine's input, not a hop on the way to gold. Orders later than
   ``dedup_delay`` behind the newest event time are dropped by Spark's watermark; the
   progress line reports them as "late dropped".
 - ``quarantine``: records in bronze that are not JSON objects or break a rule, with the raw
