@@ -117,21 +117,12 @@ def bronze(ctx: FlowContext, df: DataFrame) -> DataFrame:
     return kafka_records(df)
 
 
-@orders.flow(input=KafkaInput(), output=DeltaOutput("silver", "orders"))
-@expect("has_order_id", "trim(order_id) <> ''", on_violation="fail")
-@expect("has_event_time", "event_time IS NOT NULL", on_violation="fail")
-@expect("amount_not_negative", "amount >= 0", on_violation="fail")
-def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
-    """Valid orders from the topic, typed, de-duplicated by order_id within the dedup
-    watermark.
-
-    The expectations are its invariants: ``checked_orders`` sends records that break them
-    to the quarantine with a reason; should one ever get through, the flow stops.
-    """
+def valid_orders(ctx: FlowContext, records: DataFrame) -> DataFrame:
+    """The valid orders of bronze-shaped ``records``, typed, de-duplicated by order_id
+    within the dedup watermark."""
     from pyspark.sql import functions as F
 
     p = ctx.typed(OrdersParams)
-    records = kafka_records(df)
     valid = checked_orders(records, ctx.params.json_decoder).where(F.col("reason").isNull())
     typed = valid.select(
         F.col("data.order_id").alias("order_id"),
@@ -147,6 +138,20 @@ def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
     return ctx.with_watermark(typed, "event_time", p.dedup_delay).dropDuplicatesWithinWatermark(
         ["order_id"]
     )
+
+
+@orders.flow(input=KafkaInput(), output=DeltaOutput("silver", "orders"))
+@expect("has_order_id", "trim(order_id) <> ''", on_violation="fail")
+@expect("has_event_time", "event_time IS NOT NULL", on_violation="fail")
+@expect("amount_not_negative", "amount >= 0", on_violation="fail")
+def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
+    """Valid orders from the topic, typed, de-duplicated by order_id within the dedup
+    watermark.
+
+    The expectations are its invariants: ``checked_orders`` sends records that break them
+    to the quarantine with a reason; should one ever get through, the flow stops.
+    """
+    return valid_orders(ctx, kafka_records(df))
 
 
 @orders.flow(

@@ -162,25 +162,14 @@ def test_silver_reads_the_topic_not_bronze(
 
 def _orders_reading_bronze() -> Pipeline:
     """``orders``' bronze and silver as shipped until 11-30: silver read bronze/orders."""
-    from pyspark.sql import functions as F
-
-    from eventlake.reference.orders import OrdersParams, bronze, checked_orders
+    from eventlake.reference.orders import OrdersParams, bronze, valid_orders
 
     old = Pipeline("orders", params=OrdersParams)
     old.flow(input=KafkaInput(), output=DeltaOutput("bronze", "orders"))(bronze)
 
     @old.flow(input=DeltaInput("bronze", "orders"), output=DeltaOutput("silver", "orders"))
     def silver(ctx: FlowContext, df: DataFrame) -> DataFrame:
-        p = ctx.typed(OrdersParams)
-        valid = checked_orders(df).where(F.col("reason").isNull())
-        typed = valid.select(
-            *(F.col(f"data.{c}").alias(c) for c in ("order_id", "user_id", "category", "region")),
-            F.col("amount_typed").alias("amount"), F.col("event_time_typed").alias("event_time"),
-            "topic", "partition", "offset",
-        )  # fmt: skip
-        return ctx.with_watermark(typed, "event_time", p.dedup_delay).dropDuplicatesWithinWatermark(
-            ["order_id"]
-        )
+        return valid_orders(ctx, df)
 
     return old
 
@@ -219,7 +208,7 @@ def test_upgrading_silver_from_bronze_to_the_topic(
     shown = run_cli("--config", str(cfg), "checkpoint", "show", "orders.bronze", "--no-state",
                     "--format", "json")  # fmt: skip
     assert shown.returncode == 0, shown.stderr
-    [last] = [b for b in json.loads(shown.stdout)["batches"] if b["committed"]][-1:]
+    last = [b for b in json.loads(shown.stdout)["batches"] if b["committed"]][-1]
     ends = last["sources"][0]["offset"]
     assert ends == {topic: {str(p): o for p, o in topic_offsets(bootstrap, topic).items()}}
     reset = run_cli("--config", str(cfg), "checkpoint", "reset", "orders.silver", "--yes")
