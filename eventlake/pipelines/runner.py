@@ -282,11 +282,13 @@ class PipelineRunner:
             self._check()
 
     def _await_listener(self, timeout: float = 10.0) -> None:
-        """Progress events reach the listener asynchronously: wait for each query's last."""
+        """Progress events reach the listener asynchronously: wait for each query's last
+        batch that ran. A trigger that found nothing to run is in ``lastProgress`` too,
+        but Spark does not post it as a progress event."""
         last = {
             name: int(q.lastProgress["batchId"])
             for name, q in self.queries.items()
-            if q.lastProgress is not None
+            if q.lastProgress is not None and ran_a_batch(q.lastProgress)
         }
 
         deadline = time.monotonic() + timeout
@@ -313,6 +315,13 @@ class PipelineRunner:
         for flow in self.plan.flows:
             if flow.query_name in self.queries:
                 flow.spec.output.close(flow.ctx)
+
+
+def ran_a_batch(progress: dict[str, Any]) -> bool:
+    """Whether a progress entry is of a batch that ran (with or without data): one that
+    did has an ``addBatch`` phase; a trigger that found nothing to do has only the
+    ``latestOffset`` and ``triggerExecution`` phases."""
+    return "addBatch" in (progress.get("durationMs") or {})
 
 
 def caught_up(last: dict[str, int], totals: dict[str, FlowTotals]) -> bool:

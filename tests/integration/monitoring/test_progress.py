@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 
 from eventlake.monitoring.observed import count_output, count_quarantined
 from eventlake.monitoring.progress import BatchProgress
+from eventlake.pipelines.runner import ran_a_batch
 from eventlake.testing import listening, wait_until
 
 pytestmark = pytest.mark.integration
@@ -78,3 +80,46 @@ def test_each_batch_reaches_the_listener_with_its_counts(
     totals = listener.snapshot()["progress_counts"]
     assert totals.input_rows == sum(FILES)
     assert totals.quarantined_rows == sum(bad)
+
+
+def test_a_trigger_that_ran_nothing_is_in_last_progress_but_never_reaches_the_listener(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Why the runner waits only for batches that ran (``ran_a_batch``): a restart with
+    nothing new records an idle trigger in ``lastProgress`` that no listener receives, and
+    waiting for it cost every such run the wait's whole timeout."""
+    source, checkpoint = tmp_path / "events", tmp_path / "checkpoint"
+    spark.range(4).coalesce(1).write.parquet(str(source))
+
+    def run(name: str, folder: Path, path: Path) -> StreamingQuery:
+        query = (
+            spark.readStream.schema("id LONG").parquet(str(path))
+            .writeStream.format("noop").queryName(name)
+            .option("checkpointLocation", str(folder))
+            .trigger(availableNow=True).start()
+        )  # fmt: skip
+        assert query.awaitTermination(300)
+        return query
+
+    seen: list[BatchProgress] = []
+    with listening(spark) as listener:
+        listener.observers.append(seen.append)
+        first = run("ran_then_idle", checkpoint, source)
+        assert first.lastProgress["batchId"] == 0
+        assert ran_a_batch(first.lastProgress)
+        again = run("ran_then_idle", checkpoint, source)  # the same checkpoint, nothing new
+        idle = again.lastProgress
+        assert idle["batchId"] == 1
+        assert idle["numInputRows"] == 0
+        assert not ran_a_batch(idle)
+        # The listener bus delivers in order: once a later query's batch has arrived, the
+        # idle trigger would have too.
+        marker = tmp_path / "marker"
+        spark.range(1).write.parquet(str(marker))
+        run("after_the_idle_trigger", tmp_path / "marker-checkpoint", marker)
+        wait_until(lambda: any(p.query == "after_the_idle_trigger" for p in seen) or None,
+                   what="the later query's batch at the listener")  # fmt: skip
+    assert [(p.query, p.batch_id) for p in seen] == [
+        ("ran_then_idle", 0), ("after_the_idle_trigger", 0),
+    ]  # fmt: skip
+    assert listener.snapshot()["ran_then_idle"].last_batch_id == 0
