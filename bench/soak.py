@@ -69,6 +69,8 @@ PG_PASSWORD_ENV = "EVENTLAKE_SOAK_PG_PASSWORD"
 SPARK_CONF_ENV = "EVENTLAKE_SOAK_SPARK_CONF"
 #: The driver JVM's ``spark.allocator`` in every phase, from ``--allocator``.
 ALLOCATOR_ENV = "EVENTLAKE_SOAK_ALLOCATOR"
+#: "0": the driver JVM without native memory tracking, from ``--no-native-tracking``.
+NATIVE_TRACKING_ENV = "EVENTLAKE_SOAK_NATIVE_TRACKING"
 #: A folder for a tracemalloc snapshot of the driver each minute (with PYTHONTRACEMALLOC).
 TRACEMALLOC_DIR_ENV = "EVENTLAKE_SOAK_TRACEMALLOC_DIR"
 #: Minutes compared at each end of a phase.
@@ -465,10 +467,12 @@ def _chosen_allocator() -> str:
 
 
 def _spark_conf() -> dict[str, str]:
-    """:func:`_chosen_conf`, with the driver JVM tracking its memory by category."""
+    """:func:`_chosen_conf`, with the driver JVM tracking its memory by category (unless
+    ``--no-native-tracking``)."""
     conf = _chosen_conf()
-    key = "spark.driver.extraJavaOptions"
-    conf[key] = f"{NMT_OPTION} {conf.get(key, '')}".strip()
+    if os.environ.get(NATIVE_TRACKING_ENV) != "0":
+        key = "spark.driver.extraJavaOptions"
+        conf[key] = f"{NMT_OPTION} {conf.get(key, '')}".strip()
     return conf
 
 
@@ -767,10 +771,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from eventlake.testing import free_port
 
     conf = _chosen_conf()
+    tracking = os.environ.get(NATIVE_TRACKING_ENV) != "0"
     results: dict[str, Any] = {"machine": machine(),
                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "phases": {}, "spark_conf": conf,
-                               "allocator": _chosen_allocator()}  # fmt: skip
+                               "allocator": _chosen_allocator(),
+                               "native_tracking": tracking}  # fmt: skip
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="eventlake-soak-") as tmp:
@@ -821,7 +827,8 @@ def markdown(results: dict[str, Any]) -> str:
         "minute. Batch p99: the "
         f"highest per-minute p99 of the first and of the last {WINDOW_MINUTES} minutes."
         + (f" spark.conf: `{results['spark_conf']}`." if results.get("spark_conf") else "")
-        + f" The driver JVM's allocator: {results.get('allocator', 'system')}.",
+        + f" The driver JVM's allocator: {results.get('allocator', 'system')}"
+        + ("." if results.get("native_tracking", True) else ", no native memory tracking."),
     ]
     for name, phase in phases.items():
         lines += ["", f"## Maintenance {name}", ""]
@@ -921,6 +928,12 @@ def main() -> None:
     parser.add_argument("--allocator", choices=("system", "jemalloc"), default="system",
                         help="the driver JVM's spark.allocator in every phase")  # fmt: skip
     parser.add_argument(
+        "--no-native-tracking",
+        action="store_true",
+        help="no NMT in the driver JVM (no memory by category): with jemalloc, JDK 17 maps "
+        "the class-data archive only without it, so batch-time A/Bs of allocators use this",
+    )
+    parser.add_argument(
         "--report", action="store_true", help="only rebuild soak.md and the figures from soak.json"
     )
     args = parser.parse_args()
@@ -938,6 +951,7 @@ def main() -> None:
         return
     os.environ[SPARK_CONF_ENV] = json.dumps(dict(kv.split("=", 1) for kv in args.spark_conf))
     os.environ[ALLOCATOR_ENV] = args.allocator
+    os.environ[NATIVE_TRACKING_ENV] = "0" if args.no_native_tracking else "1"
     _report(measure(args))
 
 
