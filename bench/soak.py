@@ -466,11 +466,16 @@ def _chosen_allocator() -> str:
     return os.environ.get(ALLOCATOR_ENV, "system")
 
 
+def _native_tracking() -> bool:
+    """Whether the driver JVM tracks its native memory: yes unless ``--no-native-tracking``."""
+    return os.environ.get(NATIVE_TRACKING_ENV) != "0"
+
+
 def _spark_conf() -> dict[str, str]:
     """:func:`_chosen_conf`, with the driver JVM tracking its memory by category (unless
     ``--no-native-tracking``)."""
     conf = _chosen_conf()
-    if os.environ.get(NATIVE_TRACKING_ENV) != "0":
+    if _native_tracking():
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{NMT_OPTION} {conf.get(key, '')}".strip()
     return conf
@@ -771,12 +776,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from eventlake.testing import free_port
 
     conf = _chosen_conf()
-    tracking = os.environ.get(NATIVE_TRACKING_ENV) != "0"
     results: dict[str, Any] = {"machine": machine(),
                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "phases": {}, "spark_conf": conf,
                                "allocator": _chosen_allocator(),
-                               "native_tracking": tracking}  # fmt: skip
+                               "native_tracking": _native_tracking()}  # fmt: skip
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="eventlake-soak-") as tmp:
