@@ -9,6 +9,13 @@ running, while a producer sends orders at a steady rate.
 - ``gold``: a closed hour of ``gold/revenue_hourly``: the moment its rows became visible
   minus the moment its hour was closed, the producer timestamp of the first order whose
   event time passed the hour's end plus the watermark delay (``window_delay``, 10 minutes).
+- ``gold_watermark``: the same hours, from the moment ``revenue_hourly``'s own watermark
+  passed the hour's end (the start of its first batch whose progress shows a watermark at
+  or past it) to its rows visible: the last hop alone, without the order's way to silver
+  and through the batch that moved the watermark.
+
+Each setting also reports the batch times (``triggerExecution``) of ``silver`` and
+``revenue_hourly`` in the measured minute, from their progress.
 
 Event time runs :data:`SPEED` times faster than the wall clock (an order produced at wall
 time ``w`` happened at ``start + (w - w0) x SPEED``), so that hours close every few seconds.
@@ -115,6 +122,38 @@ def _topics(bootstrap: str, name: str) -> str:
     return name
 
 
+class Progress(threading.Thread):
+    """Every progress of the named queries while they run: Spark keeps a query's last 100,
+    so they are collected every few seconds, and once more before the run stops."""
+
+    def __init__(self, spark: Any, names: tuple[str, ...], every: float = 5.0) -> None:
+        super().__init__(daemon=True)
+        self.spark, self.names, self.every = spark, names, every
+        self.seen: dict[tuple[str, int], dict[str, Any]] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every):
+            self.poll()
+
+    def poll(self) -> None:
+        for query in self.spark.streams.active:
+            if query.name in self.names:
+                for p in query.recentProgress:
+                    self.seen[(query.name, p["batchId"])] = p
+
+    def of(self, name: str, since: float) -> list[tuple[float, dict[str, Any]]]:
+        """(start in epoch seconds, progress) of ``name``'s batches started at ``since`` or
+        later, in order."""
+        out = [(iso_epoch(p["timestamp"]), p) for (n, _b), p in self.seen.items() if n == name]
+        return sorted((t, p) for t, p in out if t >= since)
+
+
+def iso_epoch(text: str) -> float:
+    """Epoch seconds of Spark's ISO-8601 UTC timestamp text (``...T10:00:00.123Z``)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def _sustainable(bootstrap: str, root: Path, backlog: int) -> float:
     """Orders a second the whole pipeline catches up (available-now, level by level)."""
     from eventlake.kafka import produce
@@ -154,6 +193,8 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
     runner = threading.Thread(target=run_pipeline, args=("orders", settings),
                               kwargs={"trigger": trigger, "stop": stop})  # fmt: skip
     runner.start()
+    progress = Progress(spark, ("orders.silver", "orders.revenue_hourly"))
+    progress.start()
     # (event time, producer's wall clock) of every order, in order.
     sent: list[tuple[float, float]] = []
     w0 = time.time()
@@ -166,6 +207,9 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
 
     produce(bootstrap, topic, paced(rate, w0, measured_from + seconds, order_at))
     time.sleep(DRAIN_SECONDS.get(name, DRAIN_SECONDS_DEFAULT))
+    progress.done.set()
+    progress.join()
+    progress.poll()
     stop.set()
     runner.join()
     for w in watchers.values():
@@ -176,7 +220,7 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
     bronze = rows_by_version(paths["bronze/orders"], ["partition", "offset", "kafka_timestamp"])
     produced = {(r["partition"], r["offset"]): epoch(r["kafka_timestamp"])
                 for rows in bronze.values() for r in rows}  # fmt: skip
-    out: dict[str, list[float]] = {"bronze": [], "silver": [], "gold": []}
+    out: dict[str, list[float]] = {"bronze": [], "silver": [], "gold": [], "gold_watermark": []}
     for v, rows in bronze.items():
         for r in rows:
             at = epoch(r["kafka_timestamp"])
@@ -194,10 +238,21 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
             if v in visible["gold/revenue_hourly"]:
                 end = epoch(r["window_end"])
                 closed.setdefault(end, visible["gold/revenue_hourly"][v])
+    # (batch start, watermark) of revenue_hourly: a batch runs with the watermark its
+    # predecessors moved, and writes the hours it passes.
+    marks = [(t, iso_epoch(p["eventTime"]["watermark"]))
+             for t, p in progress.of("orders.revenue_hourly", w0)
+             if p.get("eventTime", {}).get("watermark")]  # fmt: skip
     for end, shown in closed.items():
         first = bisect.bisect_left(times, end + WINDOW_DELAY.total_seconds())
         if first < len(sent) and sent[first][1] >= measured_from:
             out["gold"].append(shown - sent[first][1])
+            passed = next((t for t, mark in marks if mark >= end), None)
+            if passed is not None:
+                out["gold_watermark"].append(shown - passed)
+    for flow in ("silver", "revenue_hourly"):
+        batches = progress.of(f"orders.{flow}", measured_from)
+        out[f"batch:{flow}"] = [p["durationMs"]["triggerExecution"] / 1000 for _t, p in batches]
     return out
 
 
@@ -213,6 +268,17 @@ def _run(bootstrap: str, root: Path, rate: float, seconds: int, backlog: int,
     return result
 
 
+#: (result key, row label) of each figure a setting reports.
+HOPS = (
+    ("bronze", "-> bronze"),
+    ("silver", "-> silver"),
+    ("gold", "closed hour -> gold"),
+    ("gold_watermark", "closed hour -> gold, from the watermark"),
+    ("batch:silver", "batch: silver"),
+    ("batch:revenue_hourly", "batch: revenue_hourly"),
+)
+
+
 def measure_medallion(bootstrap: str, root: Path) -> dict[str, Any]:
     """Run this module in a fresh process; its JSON plus a Markdown section."""
     title = "## The orders medallion: produce -> bronze, silver, closed gold hour (seconds)"
@@ -226,7 +292,10 @@ def measure_medallion(bootstrap: str, root: Path) -> dict[str, Any]:
         f"for {r['seconds']} s after {r['warmup_seconds']} s at that rate; event time "
         f"runs {r['speed']}x the wall clock (an hour closes every {3600 // r['speed']} s). "
         "Closed hour: from the producer timestamp of the first order past the hour's end "
-        "plus the 10-minute watermark delay to its rows visible in `gold/revenue_hourly`. "
+        "plus the 10-minute watermark delay to its rows visible in `gold/revenue_hourly`; "
+        "from the watermark: from the start of `revenue_hourly`'s first batch whose "
+        "watermark passed the hour's end (its progress) to the same rows visible. Batch: "
+        "each batch's `triggerExecution` in the measured minute. "
         f"Sustainable (all flows catching up {r['backlog']:,} orders, available-now): "
         f"{r['sustainable_orders_per_second']:,} orders/s.",
         "",
@@ -234,9 +303,8 @@ def measure_medallion(bootstrap: str, root: Path) -> dict[str, Any]:
         "|---|---|---|---|---|---|",
     ]
     for name, (what, *_how) in SETTINGS.items():
-        for hop, label in (("bronze", "-> bronze"), ("silver", "-> silver"),
-                           ("gold", "closed hour -> gold")):  # fmt: skip
-            p = r[name][hop]
+        for hop, label in HOPS:
+            p = r[name].get(hop, {})
             lines.append(f"| {what} | {label} | {p.get('count')} | {p.get('p50', '-')} "
                          f"| {p.get('p99', '-')} | {p.get('max', '-')} |")  # fmt: skip
     r["markdown"] = lines
