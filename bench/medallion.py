@@ -146,7 +146,7 @@ class Progress(threading.Thread):
         """(start in epoch seconds, progress) of ``name``'s batches started at ``since`` or
         later, in order."""
         out = [(iso_epoch(p["timestamp"]), p) for (n, _b), p in self.seen.items() if n == name]
-        return sorted((t, p) for t, p in out if t >= since)
+        return sorted(((t, p) for t, p in out if t >= since), key=lambda tp: tp[0])
 
 
 def iso_epoch(text: str) -> float:
