@@ -145,13 +145,10 @@ class Progress(threading.Thread):
     def of(self, name: str, since: float) -> list[tuple[float, dict[str, Any]]]:
         """(start in epoch seconds, progress) of ``name``'s batches started at ``since`` or
         later, in order."""
-        out = [(iso_epoch(p["timestamp"]), p) for (n, _b), p in self.seen.items() if n == name]
+        from eventlake.monitoring.progress import epoch_seconds
+
+        out = [(epoch_seconds(p["timestamp"]), p) for (n, _b), p in self.seen.items() if n == name]
         return sorted(((t, p) for t, p in out if t >= since), key=lambda tp: tp[0])
-
-
-def iso_epoch(text: str) -> float:
-    """Epoch seconds of Spark's ISO-8601 UTC timestamp text (``...T10:00:00.123Z``)."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _sustainable(bootstrap: str, root: Path, backlog: int) -> float:
@@ -175,6 +172,7 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
     """Latencies (s) of bronze rows, silver rows and closed gold hours at ``rate``, with
     setting ``name`` of :data:`SETTINGS`."""
     from eventlake.kafka import produce
+    from eventlake.monitoring.progress import epoch_seconds
     from eventlake.run import run_pipeline
     from eventlake.session import get_spark
 
@@ -240,7 +238,7 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
                 closed.setdefault(end, visible["gold/revenue_hourly"][v])
     # (batch start, watermark) of revenue_hourly: a batch runs with the watermark its
     # predecessors moved, and writes the hours it passes.
-    marks = [(t, iso_epoch(p["eventTime"]["watermark"]))
+    marks = [(t, epoch_seconds(p["eventTime"]["watermark"]))
              for t, p in progress.of("orders.revenue_hourly", w0)
              if p.get("eventTime", {}).get("watermark")]  # fmt: skip
     for end, shown in closed.items():
@@ -304,7 +302,7 @@ def measure_medallion(bootstrap: str, root: Path) -> dict[str, Any]:
     ]
     for name, (what, *_how) in SETTINGS.items():
         for hop, label in HOPS:
-            p = r[name].get(hop, {})
+            p = r[name][hop]
             lines.append(f"| {what} | {label} | {p.get('count')} | {p.get('p50', '-')} "
                          f"| {p.get('p99', '-')} | {p.get('max', '-')} |")  # fmt: skip
     r["markdown"] = lines
