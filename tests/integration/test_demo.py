@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from eventlake.testing import free_port, read_delta
-from tests.integration.cli_helpers import run_cli
+from tests.integration.cli_helpers import run_cli, write_config
+from tests.integration.orders_expected import as_set
 
 pytestmark = pytest.mark.integration
 
@@ -19,15 +19,11 @@ SECONDS, RATE = 10, 50
 
 
 def test_demo_runs_every_pipeline_and_loses_nothing(tmp_path: Path) -> None:
-    config = {
-        "kafka": {"bootstrap_servers": f"localhost:{free_port()}"},
-        "postgres": {"port": free_port()},
-        "spark": {
-            "master": "local[2]",
-            "conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-        },
-    }
-    (tmp_path / "eventlake.yaml").write_text(yaml.safe_dump(config))
+    # The demo puts its lake and checkpoints under EVENTLAKE_HOME, whatever the config says.
+    write_config(
+        tmp_path / "eventlake.yaml", f"localhost:{free_port()}", tmp_path,
+        postgres={"port": free_port()},
+    )  # fmt: skip
     home = tmp_path / ".eventlake"
 
     done = run_cli(
@@ -68,13 +64,11 @@ def test_demo_runs_every_pipeline_and_loses_nothing(tmp_path: Path) -> None:
     assert users.user_id.is_unique
     current = history[history.is_current]
     columns = ["user_id", "email", "tier"]
-    assert set(map(tuple, users[columns].values)) == set(map(tuple, current[columns].values))
+    assert as_set(users, columns) == as_set(current, columns)
     assert "PostgreSQL matches silver/users" in done.stdout
 
     sessions = read_delta(lake / "gold/user_sessions").to_pandas()
     custom = read_delta(lake / "gold/user_sessions_custom").to_pandas()
     columns = ["user_id", "session_start", "session_end", "events"]
     assert len(sessions) > 0
-    assert sorted(map(tuple, sessions[columns].values)) == sorted(
-        map(tuple, custom[columns].values)
-    )
+    assert as_set(sessions, columns) == as_set(custom, columns)
