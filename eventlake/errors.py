@@ -281,6 +281,8 @@ class JvmCause:
     message: str
     #: Spark's error condition of this throwable (``SparkThrowable.getCondition``).
     condition: str | None = None
+    #: The SQLSTATE of a ``java.sql.SQLException`` (JDBC's errors), e.g. ``08006``.
+    sql_state: str | None = None
 
 
 def jvm_causes(exc: BaseException) -> list[JvmCause]:
@@ -296,11 +298,12 @@ def _walk(throwable: Any) -> Iterator[JvmCause]:
             name = str(throwable.getClass().getName())
             message = str(throwable.getMessage() or "")
             found = _jvm_condition(throwable)
+            state = _sql_state(throwable)
             throwable = throwable.getCause()
         except Exception:  # a dead gateway or a non-JVM object: stop walking
             return
         seen += 1
-        yield JvmCause(name, message, found)
+        yield JvmCause(name, message, found, state)
 
 
 def _jvm_condition(throwable: Any) -> str | None:
@@ -309,6 +312,16 @@ def _jvm_condition(throwable: Any) -> str | None:
     try:
         found = throwable.getCondition()
     except Py4JError:  # not a SparkThrowable
+        return None
+    return str(found) if found else None
+
+
+def _sql_state(throwable: Any) -> str | None:
+    from py4j.protocol import Py4JError
+
+    try:
+        found = throwable.getSQLState()
+    except Py4JError:  # not a SQLException
         return None
     return str(found) if found else None
 
@@ -323,6 +336,17 @@ def condition(exc: BaseException) -> str | None:
         if cause.message.startswith("[") and "]" in cause.message:
             return cause.message[1 : cause.message.index("]")]
     return None
+
+
+def describe(exc: BaseException) -> str:
+    """One line saying what failed: the innermost JVM cause of ``exc`` as ``class:
+    message`` (py4j's own text only names the call), else ``exc``'s first line."""
+    return _summary(exc, jvm_causes(exc))
+
+
+def _summary(exc: BaseException, causes: list[JvmCause]) -> str:
+    text = _describe(causes[-1]) if causes else (str(exc).strip() or type(exc).__name__)
+    return text.splitlines()[0]
 
 
 def _describe(cause: JvmCause) -> str:
@@ -433,8 +457,7 @@ def _translate(exc: BaseException, context: str, in_query: bool = False) -> Even
     where = f"{context}: " if context else ""
     causes = jvm_causes(exc)
     classes = {c.cls for c in causes}
-    cause = _describe(causes[-1]) if causes else (str(exc).strip() or type(exc).__name__)
-    cause = cause.splitlines()[0]
+    cause = _summary(exc, causes)
     cond = condition(exc)
 
     if cond in _JARS_CONDITIONS or classes & set(_CLASS_MISSING):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from eventlake.checkpoints import stream_id
 from eventlake.connectors.base import BatchContext, BatchFunction, Output, TableRef, Target
 from eventlake.connectors.capabilities import Guarantee, OutputCapabilities
-from eventlake.errors import ErrorCode, EventlakeError, fix_for, recovery_of
+from eventlake.errors import ErrorCode, EventlakeError, describe, fix_for, recovery_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -131,7 +131,7 @@ class BatchHandler(BatchFunction):
             raise EventlakeError(
                 ErrorCode.SINK_WRITE_FAILED,
                 f"target '{target.target_id(self.ctx)}' of flow '{batch.flow}' failed on batch "
-                f"{batch.batch_id}: {exc}",
+                f"{batch.batch_id}: {describe(exc)}",
                 fix=fix_for(exc),
                 recovery=recovery_of(exc),
             ) from exc

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from eventlake.config.model import PostgresSettings
 from eventlake.connectors.base import BatchContext, Prepare, Target
 from eventlake.connectors.capabilities import Guarantee
-from eventlake.errors import ErrorCode, EventlakeError
+from eventlake.errors import ErrorCode, EventlakeError, jvm_causes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from eventlake.context import FlowConfig, FlowContext
 
 COMMIT_TABLE = "eventlake_commits"
+# SQLSTATEs of a lost connection: class 08 (connection exception), the server's shutdown
+# (57P01 admin, 57P02 crash) and its refusal while starting or stopping (57P03).
+_LOST_STATES = ("08", "57P01", "57P02", "57P03")
 
 
 @dataclass(frozen=True)
@@ -130,21 +133,26 @@ class PostgresConnection:
         return conn
 
     def lost(self, exc: BaseException) -> EventlakeError | None:
-        """EL-POSTGRES-003 when ``exc`` came from losing the connection in use (the server
-        shut down, crashed or went away), the connection then closed; None for any other
-        error."""
+        """EL-POSTGRES-003 when ``exc`` came from losing a connection to the server (it shut
+        down, crashed or went away), this one or one of Spark's JDBC writer (its SQLSTATE
+        says so); the connection is then closed. None for any other error."""
         import psycopg
 
         gone = (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
                 psycopg.errors.CannotConnectNow)  # fmt: skip
         broken = self._conn is not None and self._gone()
-        if not (isinstance(exc, gone) or (isinstance(exc, psycopg.OperationalError) and broken)):
-            return None
+        if isinstance(exc, gone) or (isinstance(exc, psycopg.OperationalError) and broken):
+            cause, where = str(exc).strip(), ""
+        else:
+            jdbc = [c for c in jvm_causes(exc) if (c.sql_state or "").startswith(_LOST_STATES)]
+            if not jdbc:
+                return None
+            cause, where = jdbc[-1].message.strip(), " while Spark's JDBC writer staged the batch"
         self.close()
         return EventlakeError(
             ErrorCode.POSTGRES_UNREACHABLE,
             f"lost the connection to PostgreSQL at {self.settings.host}:{self.settings.port} "
-            f"as {self.settings.user}: {str(exc).strip()}",
+            f"as {self.settings.user}{where}: {cause}",
         )
 
     def _gone(self) -> bool:

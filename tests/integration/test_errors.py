@@ -8,7 +8,14 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from eventlake.errors import ConnectorError, ErrorCode, PipelineRuntimeError, translate
+from eventlake.errors import (
+    ConnectorError,
+    ErrorCode,
+    PipelineRuntimeError,
+    describe,
+    jvm_causes,
+    translate,
+)
 from eventlake.testing import free_port
 
 pytestmark = pytest.mark.integration
@@ -49,6 +56,30 @@ def test_unreachable_kafka_by_exception_class(spark: SparkSession) -> None:
     assert err.code == ErrorCode.KAFKA_UNREACHABLE
     assert isinstance(err, ConnectorError)
     assert "org.apache.kafka.common.errors.TimeoutException" in err.what
+
+
+def test_a_jdbc_error_is_described_by_its_cause_and_carries_its_sqlstate(
+    spark: SparkSession,
+) -> None:
+    """The one-line description is the innermost JVM exception, and a JDBC exception's
+    SQLSTATE is read by type (Spark's own error states ``HV000`` here)."""
+    port = free_port()
+    reader = (
+        spark.read.format("jdbc")
+        .option("url", f"jdbc:postgresql://127.0.0.1:{port}/nowhere")
+        .option("driver", "org.postgresql.Driver")
+        .option("dbtable", "t")
+    )
+    with pytest.raises(Exception, match=r"FAILED_JDBC\.CONNECTION") as info:
+        reader.load()
+    assert describe(info.value) == "java.net.ConnectException: Connection refused"
+    causes = jvm_causes(info.value)
+    assert [c.cls for c in causes][-2:] == [
+        "org.postgresql.util.PSQLException",
+        "java.net.ConnectException",
+    ]
+    assert [c.sql_state for c in causes][-2:] == ["08001", None]  # 08001: cannot connect
+    assert f"127.0.0.1:{port} refused" in causes[-2].message
 
 
 def test_failed_query_names_the_python_error(spark: SparkSession, tmp_path: Path) -> None:
