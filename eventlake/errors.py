@@ -297,8 +297,8 @@ def _walk(throwable: Any) -> Iterator[JvmCause]:
         try:
             name = str(throwable.getClass().getName())
             message = str(throwable.getMessage() or "")
-            found = _jvm_condition(throwable)
-            state = _sql_state(throwable)
+            found = _text_of(throwable, "getCondition")
+            state = _text_of(throwable, "getSQLState")
             throwable = throwable.getCause()
         except Exception:  # a dead gateway or a non-JVM object: stop walking
             return
@@ -306,22 +306,14 @@ def _walk(throwable: Any) -> Iterator[JvmCause]:
         yield JvmCause(name, message, found, state)
 
 
-def _jvm_condition(throwable: Any) -> str | None:
+def _text_of(throwable: Any, getter: str) -> str | None:
+    """``throwable.<getter>()`` as text; None when it is empty or the class has no such
+    method (``getCondition``: a SparkThrowable's; ``getSQLState``: a SQLException's)."""
     from py4j.protocol import Py4JError
 
     try:
-        found = throwable.getCondition()
-    except Py4JError:  # not a SparkThrowable
-        return None
-    return str(found) if found else None
-
-
-def _sql_state(throwable: Any) -> str | None:
-    from py4j.protocol import Py4JError
-
-    try:
-        found = throwable.getSQLState()
-    except Py4JError:  # not a SQLException
+        found = getattr(throwable, getter)()
+    except Py4JError:
         return None
     return str(found) if found else None
 

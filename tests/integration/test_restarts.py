@@ -15,34 +15,13 @@ from pyspark.sql import DataFrame
 
 from eventlake.checkpoints import CheckpointLog
 from eventlake.config import PostgresSettings, RestartSettings
-from eventlake.connectors import DeltaOutput, FanOut, FilesInput, ToPostgres
-from eventlake.pipelines import Pipeline, PipelineParams
+from eventlake.connectors import DeltaOutput, FilesInput
+from eventlake.pipelines import Pipeline
 from eventlake.postgres import EmbeddedPostgres
 from eventlake.testing import free_port, read_delta, running_pipeline, settings_for, wait_until
+from tests.integration.postgres_pipeline import SCHEMA, postgres_pipeline
 
 pytestmark = pytest.mark.integration
-
-SCHEMA = "id STRING, amount DOUBLE"
-
-
-class DemoParams(PipelineParams):
-    pg_table: str = "rows"
-
-
-def _pipeline() -> Pipeline:
-    p = Pipeline("restart_demo", params=DemoParams)
-
-    def same(ctx: Any, df: DataFrame) -> DataFrame:
-        return df
-
-    inbox = FilesInput("inbox", "json", SCHEMA)
-    p.flow(name="to_delta", input=inbox, output=DeltaOutput("silver", "rows"))(same)
-    p.flow(
-        name="to_postgres",
-        input=inbox,
-        output=FanOut(ToPostgres("pg_table", key=("id",))),
-    )(same)
-    return p
 
 
 def _restarts(samples: dict[str, list[Any]], flow: str) -> dict[str, float]:
@@ -88,7 +67,8 @@ def test_a_flow_restarts_while_postgresql_is_down_and_the_others_keep_running(
     backoff = RestartSettings(initial_delay="1 second", multiplier=1.5, max_delay="3 seconds")
     settings = settings_for(tmp_path).model_copy(update={"postgres": pg, "restart": backoff})
     try:
-        with running_pipeline(_pipeline(), settings, trigger="1 second") as run:
+        pipeline = postgres_pipeline("restart_demo", delta=True)
+        with running_pipeline(pipeline, settings, trigger="1 second") as run:
             wait_until(
                 lambda: sum(_restarts(run.metrics(), "to_postgres").values()) >= 2,
                 timeout=120, what="the PostgreSQL flow to fail and restart twice",

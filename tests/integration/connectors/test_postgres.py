@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
-from pyspark.sql import DataFrame
 
 from eventlake.config import PostgresSettings, RestartSettings
-from eventlake.connectors import FanOut, FilesInput, ToPostgres
-from eventlake.pipelines import Pipeline, PipelineParams
 from eventlake.testing import running_pipeline, settings_for, unique_name, wait_until
+from tests.integration.postgres_pipeline import postgres_pipeline
 
 pytestmark = pytest.mark.integration
 
@@ -38,21 +35,6 @@ CREATE EVENT TRIGGER fail_first_jdbc_create ON ddl_command_start WHEN TAG IN ('C
 # Ends the session as an administrator's pg_terminate_backend does (FATAL, SQLSTATE 57P01).
 _TERMINATE = "PERFORM pg_terminate_backend(pg_backend_pid())"
 _REFUSE = "RAISE EXCEPTION 'staging refused by the test'"  # SQLSTATE P0001
-
-
-class LossParams(PipelineParams):
-    pg_table: str = "rows"
-
-
-def _pipeline() -> Pipeline:
-    p = Pipeline("jdbc_loss_demo", params=LossParams)
-
-    def same(ctx: Any, df: DataFrame) -> DataFrame:
-        return df
-
-    p.flow(name="to_postgres", input=FilesInput("inbox", "json", "id STRING, amount DOUBLE"),
-           output=FanOut(ToPostgres("pg_table", key=("id",))))(same)  # fmt: skip
-    return p
 
 
 def _database(server: PostgresSettings) -> PostgresSettings:
@@ -99,7 +81,8 @@ def test_a_failed_jdbc_staging_restarts_with_its_code_and_the_retry_lands_once(
     backoff = RestartSettings(initial_delay="1 second", max_delay="2 seconds")
     settings = settings_for(tmp_path).model_copy(update={"postgres": pg, "restart": backoff})
 
-    with running_pipeline(_pipeline(), settings, trigger="1 second") as run:
+    pipeline = postgres_pipeline("jdbc_loss_demo", delta=False)
+    with running_pipeline(pipeline, settings, trigger="1 second") as run:
         wait_until(lambda: _rows(pg) == sent, timeout=120,
                    what="every row in PostgreSQL after the restart")  # fmt: skip
         restart = {f["flow"]: f for f in run.status()["flows"]}["to_postgres"]["last_restart"]
