@@ -690,8 +690,69 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
                           "jvm_rss_trimmed_less_heap_bytes",
                           "jvm_direct_buffer_bytes", "checkpoint_bytes", "state_bytes")
               if all(key in s for s in samples)}  # fmt: skip
-    return {"batch_p99": p99, "files": files, "memory": memory,
+    return {"batch_p99": p99, "files": files, "memory": memory, "hourly": hourly(samples),
             "jvm_committed_growth": _committed_growth(first, last)}  # fmt: skip
+
+
+#: What :func:`hourly` follows hour by hour (MiB): a sample's key, or an NMT category.
+HOURLY = (("jvm_rss_bytes", "JVM RSS"),
+          ("jvm_rss_trimmed_bytes", "JVM RSS, glibc's free memory given back"),
+          ("Total", "NMT committed"), ("Code", "JIT code"),
+          ("jvm_untracked_less_rocksdb_bytes", "JVM RSS outside NMT and RocksDB's cache"),
+          ("jvm_untracked_trimmed_less_rocksdb_bytes", "the same, trimmed"),
+          ("driver_rss_anon_bytes", "driver RSS, anonymous"))  # fmt: skip
+
+#: A last part-hour shorter than this is left out of :func:`hourly` (too short for a trend).
+HOURLY_MIN_MINUTES = 20
+
+
+def _sampled(s: dict[str, Any], key: str) -> float | None:
+    v = s.get(key, s.get("jvm_committed", {}).get(key))
+    return None if v is None else float(v)
+
+
+def hourly(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each hour of the phase (minutes 1-60, 61-120, ...; a last part-hour of at least
+    :data:`HOURLY_MIN_MINUTES`): per measure of :data:`HOURLY`, the least-squares trend
+    (MiB an hour) and the mean of the hour's last :data:`WINDOW_MINUTES` minutes (MiB).
+    Whether memory levels off is read here: the whole phase's trend mixes the first hour's
+    warm-up into it."""
+    hours = []
+    last = samples[-1]["minute"] if samples else 0
+    for start in range(1, last + 1, 60):
+        part = [s for s in samples if start <= s["minute"] < start + 60]
+        if len(part) < HOURLY_MIN_MINUTES:
+            continue
+        measures = {}
+        for key, _label in HOURLY:
+            values = [_sampled(s, key) for s in part]
+            if None in values:
+                continue
+            xs = [float(s["minute"]) for s in part]
+            ys = [(v or 0) / 2**20 for v in values]
+            level = statistics.fmean(ys[-WINDOW_MINUTES:])
+            measures[key] = {"mib_per_hour": round(_slope_per_hour(xs, ys), 1),
+                             "last_mib": round(level, 1)}  # fmt: skip
+        hours.append({"minutes": [part[0]["minute"], part[-1]["minute"]], "measures": measures})
+    return hours
+
+
+def _hourly_lines(hours: list[dict[str, Any]]) -> list[str]:
+    """Markdown: :func:`hourly` as a table, a measure a row."""
+    if not hours:
+        return []
+    spans = [f"{h['minutes'][0]}-{h['minutes'][1]}" for h in hours]
+    lines = [f"Hour by hour: trend (MiB an hour) and the mean of the hour's last "
+             f"{WINDOW_MINUTES} minutes (MiB), minutes:", "",
+             "| measure | " + " | ".join(spans) + " |", "|---|" + "---|" * len(hours)]  # fmt: skip
+    for key, label in HOURLY:
+        cells = [h["measures"].get(key) for h in hours]
+        if all(c is None for c in cells):
+            continue
+        lines.append(f"| {label} | " + " | ".join(
+            "-" if c is None else f"{c['mib_per_hour']:+.1f} ({c['last_mib']:,.1f})"
+            for c in cells) + " |")  # fmt: skip
+    return lines
 
 
 #: What the levels table shows (MiB): a sample's key, or an NMT category of ``jvm_committed``.
@@ -712,7 +773,7 @@ def _levels(samples: list[dict[str, Any]]) -> list[str]:
         picked.append(samples[-1])
 
     def value(s: dict[str, Any], key: str) -> int | None:
-        v = s.get(key, s.get("jvm_committed", {}).get(key))
+        v = _sampled(s, key)
         return None if v is None else round(v / 2**20)
 
     rows = [(label, [value(s, key) for s in picked]) for key, label in LEVELS]
@@ -884,6 +945,8 @@ def markdown(results: dict[str, Any]) -> str:
                          f"{v['last_mib']} | {v['mib_per_hour']} "
                          f"| {v.get('second_half_mib_per_hour', '-')} |")  # fmt: skip
         lines += ["", *_levels(phase["samples"]), *_compiling(phase["samples"])]
+        if len(s.get("hourly", [])) > 1:
+            lines += ["", *_hourly_lines(s["hourly"])]
         growth = [f"{c} {v:+}" for c, v in s.get("jvm_committed_growth", {}).items() if v][:5]
         if growth:
             lines.append("\nJVM committed memory by category (NMT), last 10 min against the first"
