@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench.soak import HOURLY_MIN_MINUTES, _hourly_lines, hourly
@@ -9,7 +10,7 @@ from bench.soak import HOURLY_MIN_MINUTES, _hourly_lines, hourly
 MIB = 2**20
 
 
-def _samples(minutes: int, jvm_mib: Any) -> list[dict[str, Any]]:
+def _samples(minutes: int, jvm_mib: Callable[[int], float]) -> list[dict[str, Any]]:
     return [{"minute": m, "jvm_rss_bytes": jvm_mib(m) * MIB,
              "jvm_committed": {"Total": 1000 * MIB, "Code": 200 * MIB}}
             for m in range(1, minutes + 1)]  # fmt: skip
