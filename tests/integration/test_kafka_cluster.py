@@ -44,13 +44,18 @@ def test_replicated_topics_and_a_flow_that_outlives_a_broker(
     create_topic(bootstrap, topic, partitions=3)
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
-    def partitions_seen() -> dict[int, PartitionMetadata]:
-        # This client may ask a broker that has not yet applied the topic's metadata.
-        found = admin.list_topics(topic, timeout=10).topics.get(topic)
-        return found.partitions if found is not None and found.error is None else {}
+    partitions: dict[int, PartitionMetadata] = {}
 
-    wait_until(lambda: len(partitions_seen()) == 3, timeout=30, what="the topic on every broker")
-    partitions = partitions_seen()
+    def all_partitions_seen() -> bool:
+        # Each call may ask a different broker, one that has not yet applied the topic's
+        # metadata, so the answer checked is the answer kept.
+        found = admin.list_topics(topic, timeout=10).topics.get(topic)
+        partitions.clear()
+        if found is not None and found.error is None:
+            partitions.update(found.partitions)
+        return len(partitions) == 3 and all(p.leader > 0 for p in partitions.values())
+
+    wait_until(all_partitions_seen, timeout=30, what="the topic and its leaders on a broker")
     assert [len(p.replicas) for p in partitions.values()] == [3, 3, 3]
     resource = ConfigResource(ResourceType.TOPIC, topic)
     config = admin.describe_configs([resource])[resource].result(timeout=10)
