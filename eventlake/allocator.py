@@ -12,10 +12,8 @@ The library is the system's: Debian and Ubuntu's ``libjemalloc2``, Fedora and RH
 
 from __future__ import annotations
 
-import contextlib
 import ctypes.util
-import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from eventlake.errors import ErrorCode, EventlakeError
 
@@ -44,24 +42,6 @@ def preload(allocator: str, environ: Mapping[str, str]) -> str | None:
             f"spark.allocator is {allocator}, but the dynamic linker finds no libjemalloc.",
         )
     return f"{library} {environ.get('LD_PRELOAD', '')}".strip()
-
-
-@contextlib.contextmanager
-def with_preload(value: str | None) -> Iterator[None]:
-    """``LD_PRELOAD`` set to ``value`` in this process's environment while the block runs
-    (pyspark starts the JVM with a copy of it), as it was after; nothing when None."""
-    if value is None:
-        yield
-        return
-    before = os.environ.get("LD_PRELOAD")
-    os.environ["LD_PRELOAD"] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("LD_PRELOAD", None)
-        else:
-            os.environ["LD_PRELOAD"] = before
 
 
 def archive_compatible(allocator: str, java_options: str) -> bool:

@@ -24,6 +24,11 @@ from eventlake.errors import ErrorCode, EventlakeError
 from eventlake.jars import SPARK_JARS, cache_dir, jar_files, locked
 
 JAR_NAME = "eventlake-jvm.jar"
+#: The classes of ``eventlake.fs`` (``InProcessLocalFileSystem``), in a jar of their own
+#: beside :data:`JAR_NAME`: Spark loads a filesystem class before the jars it is given,
+#: so this one goes on the driver JVM's class path. They need only Hadoop.
+FS_JAR_NAME = "eventlake-fs.jar"
+FS_PACKAGE = "eventlake/fs/"
 #: A public main of commons-compiler that compiles like javac (``-d``, ``-classpath``).
 COMPILER_MAIN = "org.codehaus.commons.compiler.samples.CompilerDemo"
 #: Seconds: the compile takes about 1.5 s on 2 cores.
@@ -59,11 +64,12 @@ def own_jar_path() -> Path:
 
 def own_jar(*, repository: str | None = None) -> Path:
     """eventlake's jar, compiled first when the cache lacks it (about 1.5 s, once; the
-    locked jars it compiles against are downloaded first when missing)."""
+    locked jars it compiles against are downloaded first when missing), with
+    :data:`FS_JAR_NAME` beside it."""
     sources = _sources()
     version, jars = _pyspark()
     target = _jar_path(sources, version)
-    if target.is_file():
+    if target.is_file() and fs_jar(target).is_file():
         return target
     java = java_binary()
     if java is None:
@@ -99,14 +105,23 @@ def own_jar(*, repository: str | None = None) -> Path:
                 ErrorCode.JVM_CODE_FAILED,
                 f"compiling eventlake's JVM classes with {java} failed: {message}",
             )
-        jar = work / JAR_NAME
-        with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("META-INF/MANIFEST.MF", _MANIFEST)
-            for path in classes:
-                z.write(path, path.relative_to(out).as_posix())
-        # Two processes compiling at once write the same jar; the rename is atomic.
-        os.replace(jar, target)
+        names = {path: path.relative_to(out).as_posix() for path in classes}
+        fs = [path for path, name in names.items() if name.startswith(FS_PACKAGE)]
+        # Two processes compiling at once write the same jars; each rename is atomic, and
+        # the main jar, whose presence says both are there, comes last.
+        for name, members in ((FS_JAR_NAME, fs), (JAR_NAME, sorted(set(classes) - set(fs)))):
+            jar = work / name
+            with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("META-INF/MANIFEST.MF", _MANIFEST)
+                for path in members:
+                    z.write(path, names[path])
+            os.replace(jar, target.parent / name)
     return target
+
+
+def fs_jar(own: Path) -> Path:
+    """The jar of ``eventlake.fs`` beside eventlake's jar ``own``."""
+    return own.parent / FS_JAR_NAME
 
 
 def own_class(jvm: Any, name: str) -> Any:

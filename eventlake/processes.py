@@ -12,7 +12,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from eventlake.errors import ErrorCode, EventlakeError
@@ -23,6 +23,24 @@ HOST = "127.0.0.1"
 #: Ports under this are left to well-known services.
 _LOWEST_PORT = 10000
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+@contextlib.contextmanager
+def scoped_env(name: str, value: str | None) -> Iterator[None]:
+    """The environment variable ``name`` set to ``value`` in this process while the block
+    runs (a process started inside gets a copy), as it was after; nothing when None."""
+    if value is None:
+        yield
+        return
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 def ephemeral_ports() -> range:

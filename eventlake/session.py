@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eventlake.allocator import SYSTEM, archive_compatible, preload, with_preload
+from eventlake.allocator import SYSTEM, archive_compatible, preload
 from eventlake.class_archive import archive_options, java_binary
 from eventlake.cluster.code import ship_code
 from eventlake.cluster.standalone import (
@@ -31,7 +31,8 @@ from eventlake.cluster.standalone import (
 )
 from eventlake.config import Settings, SparkSettings
 from eventlake.errors import ErrorCode, EventlakeError, translate
-from eventlake.jvm_code import JAR_NAME, spark_jars
+from eventlake.jvm_code import JAR_NAME, fs_jar, spark_jars
+from eventlake.processes import scoped_env
 from eventlake.scratch import Scratch
 from eventlake.scratch import claim as claim_scratch
 
@@ -77,6 +78,14 @@ NATIVE_TRIM_OPTION = "-XX:TrimNativeHeapInterval="
 #: commits: the raw one writes no hidden ``.<file>.crc`` beside each file.
 LOCAL_FILE_CONTEXT = "spark.hadoop.fs.AbstractFileSystem.file.impl"
 RAW_LOCAL_FILE_CONTEXT = "org.apache.hadoop.fs.local.RawLocalFs"
+#: The ``file:`` filesystem of Hadoop's FileSystem API, and eventlake's (in eventlake's
+#: jar), which creates files and renames them without forking ``chmod`` or ``readlink``
+#: (``InProcessLocalFileSystem.java``); its ``$Fs`` is the same for FileContext, raw.
+LOCAL_FILESYSTEM_CONF = "spark.hadoop.fs.file.impl"
+IN_PROCESS_FILESYSTEM = "eventlake.fs.InProcessLocalFileSystem"
+IN_PROCESS_FILE_CONTEXT = f"{IN_PROCESS_FILESYSTEM}$Fs"
+#: Spark's launcher appends this to the JVM's class path.
+DIST_CLASS_PATH = "SPARK_DIST_CLASSPATH"
 #: Delta's log store for ``file:`` tables, and eventlake's (in eventlake's jar), which lists
 #: ``_delta_log`` by name before it looks files up (``ListByNameLogStore.java``).
 LOCAL_LOG_STORE_CONF = "spark.delta.logStore.file.impl"
@@ -129,8 +138,9 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     # through the FileSystem API, which keeps one). Without Delta's checksum the SIGKILL
     # tests ran 20-35% longer: it stays.
     conf[LOCAL_FILE_CONTEXT] = RAW_LOCAL_FILE_CONTEXT
-    # And a local listing looks up only the files it returns, not every file kept.
-    conf.update(local_log_store(jars, spark.conf))
+    # And a local listing looks up only the files it returns, not every file kept; under a
+    # local master, local files are created and renamed without a process each.
+    conf.update(own_jar_conf(jars, spark.conf, spark.master))
     # A file closed on HDFS is complete once the DataNodes' report of its last block reaches
     # the NameNode; asked before that, the NameNode says "not yet" and the client waits
     # 400 ms: every checkpoint and log file of a batch took ~0.4 s to write. Ask again
@@ -164,13 +174,52 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     return conf
 
 
-def local_log_store(jars: list[Path] | list[str], user: dict[str, str]) -> dict[str, str]:
-    """eventlake's log store for local tables, when its jar is among ``jars`` and the user
-    has not chosen a log store: Hadoop's local listing looks up every file of
-    ``_delta_log`` at every Delta operation; it lists names and looks up the newest only."""
-    ours = any(Path(str(j)).name == JAR_NAME for j in jars)
-    chosen = any(key in user for key in (LOCAL_LOG_STORE_CONF, *LOG_STORE_CLASS_CONFS))
-    return {LOCAL_LOG_STORE_CONF: LOCAL_LOG_STORE} if ours and not chosen else {}
+def own_jar_conf(
+    jars: list[Path] | list[str], user: dict[str, str], master: str, *, launching: bool = True
+) -> dict[str, str]:
+    """The settings that use eventlake's jar, when it is among ``jars``:
+
+    - its log store for local tables, unless the user has chosen one: Hadoop's local
+      listing looks up every file of ``_delta_log`` at every Delta operation; it lists
+      names and looks up the newest only;
+    - when eventlake starts the driver JVM (``launching``, with :func:`driver_class_path`)
+      under a local master, unless the user has chosen a ``file:`` filesystem, its local
+      filesystem: without Hadoop's native library, which pyspark does not ship, Hadoop
+      forks ``chmod`` for each file it creates and ``readlink`` twice for each rename
+      through FileContext (about 28 processes a second for the orders pipeline, on the
+      batches' threads). A cluster's executors would need it on their own class path.
+    """
+    own = _own_jar(jars)
+    if own is None:
+        return {}
+    conf = {}
+    if not any(key in user for key in (LOCAL_LOG_STORE_CONF, *LOG_STORE_CLASS_CONFS)):
+        conf[LOCAL_LOG_STORE_CONF] = LOCAL_LOG_STORE
+    if (
+        launching
+        and master.startswith("local")
+        and LOCAL_FILESYSTEM_CONF not in user
+        and fs_jar(own).is_file()
+    ):
+        conf[LOCAL_FILESYSTEM_CONF] = IN_PROCESS_FILESYSTEM
+        conf[LOCAL_FILE_CONTEXT] = IN_PROCESS_FILE_CONTEXT
+    return conf
+
+
+def _own_jar(jars: list[Path] | list[str]) -> Path | None:
+    return next((Path(str(j)) for j in jars if Path(str(j)).name == JAR_NAME), None)
+
+
+def driver_class_path(jars: list[Path] | list[str]) -> str | None:
+    """What eventlake adds to the class path of a driver JVM it starts (Spark's launcher
+    appends ``SPARK_DIST_CLASSPATH``): the jar of ``eventlake.fs`` beside eventlake's jar,
+    when that is among ``jars``. Spark opens the ``file:`` filesystem before it loads the
+    jars it is given. Every master gets it, so the class-data archive fits each."""
+    own = _own_jar(jars)
+    if own is None or not fs_jar(own).is_file():
+        return None
+    before = os.environ.get(DIST_CLASS_PATH)
+    return os.pathsep.join(p for p in (before, str(fs_jar(own))) if p)
 
 
 def scratch_conf(scratch: Scratch, conf: dict[str, str], master: str) -> dict[str, str]:
@@ -284,10 +333,14 @@ def _check_java() -> None:
 
 
 def _start_jvm(
-    conf: dict[str, str], log: Path, keep_fds: tuple[int, ...] = (), ld_preload: str | None = None
+    conf: dict[str, str],
+    log: Path,
+    keep_fds: tuple[int, ...] = (),
+    ld_preload: str | None = None,
+    class_path: str | None = None,
 ) -> None:
-    """Start Spark's JVM with its stdout and stderr in ``log`` (and ``ld_preload`` as its
-    ``LD_PRELOAD``), and its SparkContext.
+    """Start Spark's JVM with its stdout and stderr in ``log`` (``ld_preload`` as its
+    ``LD_PRELOAD``, ``class_path`` as its ``SPARK_DIST_CLASSPATH``), and its SparkContext.
 
     Everything the JVM prints goes there: Spark's log4j output and the output of the Python
     workers it starts (transformWithState's driver worker prints a line per call).
@@ -302,7 +355,11 @@ def _start_jvm(
     spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
     gateway = SparkContext._gateway  # spark-submit's JVM, when it started this process
     if gateway is None:
-        with log.open("ab") as out, with_preload(ld_preload):  # the JVM keeps its descriptor
+        with (
+            log.open("ab") as out,  # the JVM keeps its descriptor
+            scoped_env("LD_PRELOAD", ld_preload),
+            scoped_env(DIST_CLASS_PATH, class_path),
+        ):
             gateway = launch_gateway(  # type: ignore[no-untyped-call]
                 spark_conf, popen_kwargs={"stdout": out, "stderr": out, "pass_fds": keep_fds}
             )
@@ -380,11 +437,14 @@ def effective_conf(
     if "spark.master" in submitted:
         spark = spark.model_copy(update={"master": submitted["spark.master"]})
     ours = spark_conf(spark, [] if submitted.get("spark.jars") else jars)
-    # The log store depends on spark-submit's jars and settings too: decided over all.
-    ours.pop(LOCAL_LOG_STORE_CONF, None)
+    # What uses eventlake's jar depends on spark-submit's jars and settings too: decided
+    # over all.
+    for key in (LOCAL_LOG_STORE_CONF, LOCAL_FILESYSTEM_CONF):
+        ours.pop(key, None)
+    ours[LOCAL_FILE_CONTEXT] = RAW_LOCAL_FILE_CONTEXT
     given = [j for j in (submitted.get("spark.jars") or ours["spark.jars"]).split(",") if j]
-    return {**ours, **local_log_store(given, {**submitted, **spark.conf}), **submitted,
-            **spark.conf}  # fmt: skip
+    chosen = own_jar_conf(given, {**submitted, **spark.conf}, spark.master, launching=False)
+    return {**ours, **chosen, **submitted, **spark.conf}
 
 
 class LogFileHandler(logging.FileHandler):
@@ -500,9 +560,10 @@ def get_spark(
                 jars = spark_jars(repository=settings.jars.repository)
             conf = effective_conf(settings.spark, submitted, jars)
             allocator = settings.spark.allocator
-            ld_preload = None
+            ld_preload = class_path = None
             if submitted is None:
                 ld_preload = preload(allocator, os.environ)
+                class_path = driver_class_path(jars or [])
                 if (
                     java_options is None
                     and settings.spark.class_archive
@@ -544,7 +605,7 @@ def get_spark(
         try:
             preloading = _preload(PRELOADED_MODULES)
             # The JVM holds the scratch folder's lock as long as it lives.
-            _start_jvm(conf, log, (scratch.lock_fd,) if scratch else (), ld_preload)
+            _start_jvm(conf, log, (scratch.lock_fd,) if scratch else (), ld_preload, class_path)
             preloading.join()
             session = builder.getOrCreate()
         except Exception as exc:

@@ -1,11 +1,9 @@
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from eventlake import allocator
-from eventlake.allocator import archive_compatible, preload, with_preload
+from eventlake.allocator import archive_compatible, preload
 from eventlake.errors import ErrorCode, EventlakeError
 
 
@@ -28,19 +26,6 @@ def test_a_missing_jemalloc_is_a_coded_error(monkeypatch: pytest.MonkeyPatch) ->
     assert raised.value.code == ErrorCode.ALLOCATOR_MISSING
     assert "libjemalloc2" in (raised.value.fix or "")
     assert "spark.allocator" in (raised.value.fix or "")
-
-
-def test_with_preload_sets_ld_preload_for_the_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LD_PRELOAD", "libother.so")
-    with with_preload("libjemalloc.so.2 libother.so"):
-        assert os.environ["LD_PRELOAD"] == "libjemalloc.so.2 libother.so"
-    assert os.environ["LD_PRELOAD"] == "libother.so"
-    monkeypatch.delenv("LD_PRELOAD")
-    with with_preload("libjemalloc.so.2"):
-        assert os.environ["LD_PRELOAD"] == "libjemalloc.so.2"
-    assert "LD_PRELOAD" not in os.environ
-    with with_preload(None):
-        assert "LD_PRELOAD" not in os.environ
 
 
 def test_jemalloc_with_native_memory_tracking_maps_no_class_archive() -> None:

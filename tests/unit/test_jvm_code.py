@@ -23,6 +23,12 @@ def test_compiles_the_sources_once_into_the_jar_cache(
         names = set(z.namelist())
     assert "eventlake/state/FirstWithinWatermark.class" in names
     assert "META-INF/MANIFEST.MF" in names
+    # eventlake.fs goes on the driver's class path, in a jar of its own beside it.
+    with zipfile.ZipFile(jvm_code.fs_jar(jar)) as z:
+        fs = set(z.namelist())
+    assert "eventlake/fs/InProcessLocalFileSystem$Raw.class" in fs
+    assert not [n for n in fs if n.endswith(".class") and not n.startswith("eventlake/fs/")]
+    assert not [n for n in names if n.startswith("eventlake/fs/")]
     made = jar.stat().st_mtime_ns
     assert jvm_code.own_jar() == jar
     assert jar.stat().st_mtime_ns == made

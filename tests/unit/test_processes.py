@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
-from eventlake.processes import HOST, ephemeral_ports, free_port, port_open
+import pytest
+
+from eventlake.processes import HOST, ephemeral_ports, free_port, port_open, scoped_env
 
 
 def _kernel_range() -> tuple[int, int]:
@@ -30,3 +33,16 @@ def test_a_free_port_is_outside_the_ephemeral_range_and_can_be_listened_on() -> 
             s.bind((HOST, port))
             s.listen()
             assert port_open(port)
+
+
+def test_scoped_env_sets_a_variable_for_the_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LD_PRELOAD", "libother.so")
+    with scoped_env("LD_PRELOAD", "libjemalloc.so.2 libother.so"):
+        assert os.environ["LD_PRELOAD"] == "libjemalloc.so.2 libother.so"
+    assert os.environ["LD_PRELOAD"] == "libother.so"
+    monkeypatch.delenv("LD_PRELOAD")
+    with scoped_env("LD_PRELOAD", "libjemalloc.so.2"):
+        assert os.environ["LD_PRELOAD"] == "libjemalloc.so.2"
+    assert "LD_PRELOAD" not in os.environ
+    with scoped_env("LD_PRELOAD", None):
+        assert "LD_PRELOAD" not in os.environ

@@ -13,10 +13,16 @@ from eventlake.session import (
     EXECUTOR_JAVA_OPTIONS,
     HDFS_COMPLETE_DELAY,
     HDFS_COMPLETE_RETRIES,
+    IN_PROCESS_FILE_CONTEXT,
+    IN_PROCESS_FILESYSTEM,
+    LOCAL_FILE_CONTEXT,
+    LOCAL_FILESYSTEM_CONF,
     LOCAL_LOG_STORE,
     LOCAL_LOG_STORE_CONF,
     PARQUET_VECTORED_IO,
+    RAW_LOCAL_FILE_CONTEXT,
     ROCKSDB_PROVIDER,
+    driver_class_path,
     effective_conf,
     local_cores,
     native_trim_option,
@@ -159,6 +165,46 @@ def test_under_spark_submit_the_log_store_follows_the_jars_it_was_given(
     assert effective_conf(SparkSettings(), yarn, ours)[LOCAL_LOG_STORE_CONF] == LOCAL_LOG_STORE
     conf = effective_conf(SparkSettings(), {**yarn, "spark.delta.logStore.class": "c.S"}, ours)
     assert LOCAL_LOG_STORE_CONF not in conf
+
+
+def _own_jars(folder: Path, *, fs: bool = True) -> list[Path]:
+    own = folder / "eventlake-jvm.jar"
+    own.write_bytes(b"jar")
+    if fs:
+        (folder / "eventlake-fs.jar").write_bytes(b"jar")
+    return [*JARS, own]
+
+
+def test_local_files_go_through_eventlakes_filesystem_when_its_jar_is_on_the_class_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours = _own_jars(tmp_path)
+    conf = spark_conf(SparkSettings(), ours)
+    assert conf[LOCAL_FILESYSTEM_CONF] == IN_PROCESS_FILESYSTEM
+    assert conf[LOCAL_FILE_CONTEXT] == IN_PROCESS_FILE_CONTEXT
+    # The driver JVM eventlake starts gets the jar on its class path, after the user's.
+    monkeypatch.delenv("SPARK_DIST_CLASSPATH", raising=False)
+    assert driver_class_path(ours) == str(tmp_path / "eventlake-fs.jar")
+    monkeypatch.setenv("SPARK_DIST_CLASSPATH", "/opt/hadoop/*")
+    assert driver_class_path(ours) == f"/opt/hadoop/*{os.pathsep}{tmp_path / 'eventlake-fs.jar'}"
+    assert driver_class_path(JARS) is None
+    # Hadoop's own without the jars, on a cluster (its executors would need the jar on
+    # their class path), and where the user chose a filesystem.
+    (tmp_path / "no-fs").mkdir()
+    for settings, jars in [
+        (SparkSettings(), JARS),
+        (SparkSettings(), _own_jars(tmp_path / "no-fs", fs=False)),
+        (SparkSettings(master="spark://10.0.0.1:7077"), ours),
+        (SparkSettings(conf={LOCAL_FILESYSTEM_CONF: "com.example.FS"}), ours),
+    ]:
+        conf = spark_conf(settings, jars)
+        assert conf.get(LOCAL_FILESYSTEM_CONF) in (None, "com.example.FS")
+        assert conf[LOCAL_FILE_CONTEXT] == RAW_LOCAL_FILE_CONTEXT
+    # Under spark-submit its JVM runs already, with the class path it was given.
+    conf = effective_conf(SparkSettings(), {"spark.master": "local[2]"}, ours)
+    assert LOCAL_FILESYSTEM_CONF not in conf
+    assert conf[LOCAL_FILE_CONTEXT] == RAW_LOCAL_FILE_CONTEXT
+    assert conf[LOCAL_LOG_STORE_CONF] == LOCAL_LOG_STORE
 
 
 def test_without_spark_submit_the_config_decides() -> None:
