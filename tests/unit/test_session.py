@@ -191,14 +191,14 @@ def test_local_files_go_through_eventlakes_filesystem_when_its_jar_is_on_the_cla
     # Hadoop's own without the jars, on a cluster (its executors would need the jar on
     # their class path), and where the user chose a filesystem.
     (tmp_path / "no-fs").mkdir()
-    for settings, jars in [
-        (SparkSettings(), JARS),
-        (SparkSettings(), _own_jars(tmp_path / "no-fs", fs=False)),
-        (SparkSettings(master="spark://10.0.0.1:7077"), ours),
-        (SparkSettings(conf={LOCAL_FILESYSTEM_CONF: "com.example.FS"}), ours),
+    for settings, jars, chosen in [
+        (SparkSettings(), JARS, None),
+        (SparkSettings(), _own_jars(tmp_path / "no-fs", fs=False), None),
+        (SparkSettings(master="spark://10.0.0.1:7077"), ours, None),
+        (SparkSettings(conf={LOCAL_FILESYSTEM_CONF: "com.example.FS"}), ours, "com.example.FS"),
     ]:
         conf = spark_conf(settings, jars)
-        assert conf.get(LOCAL_FILESYSTEM_CONF) in (None, "com.example.FS")
+        assert conf.get(LOCAL_FILESYSTEM_CONF) == chosen
         assert conf[LOCAL_FILE_CONTEXT] == RAW_LOCAL_FILE_CONTEXT
     # Under spark-submit its JVM runs already, with the class path it was given.
     conf = effective_conf(SparkSettings(), {"spark.master": "local[2]"}, ours)
