@@ -101,8 +101,11 @@ def _log4j_config() -> str:
     return str(resources.files("eventlake.resources").joinpath("log4j2-spark.properties"))
 
 
-def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str, str]:
-    """The full Spark configuration eventlake starts a session with."""
+def spark_conf(
+    spark: SparkSettings, jars: list[Path] | None = None, *, launching: bool = True
+) -> dict[str, str]:
+    """The full Spark configuration eventlake starts a session with (``launching``: in a
+    driver JVM it starts itself, see :func:`own_jar_conf`)."""
     jars = spark_jars() if jars is None else jars
     conf: dict[str, str] = {
         "spark.master": with_task_attempts(spark.master, spark.task_attempts),
@@ -140,7 +143,7 @@ def spark_conf(spark: SparkSettings, jars: list[Path] | None = None) -> dict[str
     conf[LOCAL_FILE_CONTEXT] = RAW_LOCAL_FILE_CONTEXT
     # And a local listing looks up only the files it returns, not every file kept; under a
     # local master, local files are created and renamed without a process each.
-    conf.update(own_jar_conf(jars, spark.conf, spark.master))
+    conf.update(own_jar_conf(jars, spark.conf, spark.master, launching=launching))
     # A file closed on HDFS is complete once the DataNodes' report of its last block reaches
     # the NameNode; asked before that, the NameNode says "not yet" and the client waits
     # 400 ms: every checkpoint and log file of a batch took ~0.4 s to write. Ask again
@@ -436,12 +439,10 @@ def effective_conf(
         return spark_conf(spark, jars)
     if "spark.master" in submitted:
         spark = spark.model_copy(update={"master": submitted["spark.master"]})
-    ours = spark_conf(spark, [] if submitted.get("spark.jars") else jars)
-    # What uses eventlake's jar depends on spark-submit's jars and settings too: decided
-    # over all.
-    for key in (LOCAL_LOG_STORE_CONF, LOCAL_FILESYSTEM_CONF):
-        ours.pop(key, None)
-    ours[LOCAL_FILE_CONTEXT] = RAW_LOCAL_FILE_CONTEXT
+    # spark-submit's JVM runs already, with its own class path.
+    ours = spark_conf(spark, [] if submitted.get("spark.jars") else jars, launching=False)
+    # The log store depends on spark-submit's jars and settings too: decided over all.
+    ours.pop(LOCAL_LOG_STORE_CONF, None)
     given = [j for j in (submitted.get("spark.jars") or ours["spark.jars"]).split(",") if j]
     chosen = own_jar_conf(given, {**submitted, **spark.conf}, spark.master, launching=False)
     return {**ours, **chosen, **submitted, **spark.conf}
