@@ -32,6 +32,12 @@ COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 LAST_CHECKPOINT = "_last_checkpoint"
 
 
+def log_file(log: Location, version: int, kind: str = "json") -> Location:
+    """The file of ``version`` in the ``_delta_log`` folder ``log``: its commit (``json``)
+    or Delta's checksum of the table after it (``crc``)."""
+    return log / f"{version:020d}.{kind}"
+
+
 def commit_versions(names: Sequence[str]) -> list[int]:
     """The commit versions among the file names of a ``_delta_log`` folder."""
     return [int(m.group(1)) for m in map(COMMIT_FILE.match, names) if m]
@@ -145,7 +151,7 @@ def newest_marked_batch(path: Location, app_ids: Sequence[str], since_ms: int) -
     if newest is None:
         return None
     for version in range(newest, -1, -1):
-        commit = log / f"{version:020d}.json"
+        commit = log_file(log, version)
         try:
             actions = [json.loads(line) for line in storage.read_text(commit).splitlines() if line]
         except FileNotFoundError:
@@ -188,7 +194,7 @@ def newest_version(storage: Storage, log: Location, start: int | None = None) ->
         start = last_checkpoint_version(storage, log) or 0
 
     def exists(version: int) -> bool:
-        return storage.exists(log / f"{version:020d}.json")
+        return storage.exists(log_file(log, version))
 
     if not exists(start):
         return max(commit_versions(storage.list_names(log)), default=None)

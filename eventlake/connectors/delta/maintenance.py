@@ -426,7 +426,7 @@ def prepare_file_list(spark: SparkSession, path: Location, listed: int) -> bool:
     the writer's batch. Whether it was built."""
     from delta.tables import DeltaTable
 
-    from eventlake.connectors.delta.commits import newest_version
+    from eventlake.connectors.delta.commits import log_file, newest_version
     from eventlake.storage import filesystem
 
     log = path / "_delta_log"
@@ -435,7 +435,7 @@ def prepare_file_list(spark: SparkSession, path: Location, listed: int) -> bool:
     if version is None:
         return False
     try:
-        checksum = json.loads(storage.read_text(log / f"{version:020d}.crc"))
+        checksum = json.loads(storage.read_text(log_file(log, version, "crc")))
     except (FileNotFoundError, ValueError):
         return False  # no checksum: Delta lists no files in the next one either
     if "allFiles" in checksum or int(checksum.get("numFiles", listed + 1)) > listed:
@@ -533,9 +533,10 @@ def vacuumed_ms(history: Iterable[dict[str, Any]]) -> int:
 def commit_time_ms(path: Location, version: int) -> int | None:
     """When ``version`` of the table was committed, from its log entry; None once the
     entry is gone."""
+    from eventlake.connectors.delta.commits import log_file
     from eventlake.storage import filesystem
 
-    entry = path / "_delta_log" / f"{version:020d}.json"
+    entry = log_file(path / "_delta_log", version)
     try:
         text = filesystem(entry).read_text(entry)
     except FileNotFoundError:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
+from eventlake.connectors.delta.commits import log_file
 from eventlake.storage import Location, filesystem
 
 #: A file's or an offset's position in the stream: (0 snapshot | 1 later version, version,
@@ -32,7 +33,7 @@ def _name(path: str) -> str:
 
 
 def _commit(log: Location, version: int) -> list[dict[str, Any]]:
-    entry = log / f"{version:020d}.json"
+    entry = log_file(log, version)
     try:
         text = filesystem(entry).read_text(entry)
     except FileNotFoundError:
