@@ -15,7 +15,9 @@ running, while a producer sends orders at a steady rate.
   and through the batch that moved the watermark.
 
 Each setting also reports the batch times (``triggerExecution``) of ``silver`` and
-``revenue_hourly`` in the measured minute, from their progress.
+``revenue_hourly`` in the measured minute, from their progress, and silver's split by whether
+a batch with rows of ``bronze`` or a side flow ran beside it (flows on one processing-time
+interval start their batches together, at its multiples since the epoch).
 
 Event time runs :data:`SPEED` times faster than the wall clock (an order produced at wall
 time ``w`` happened at ``start + (w - w0) x SPEED``), so that hours close every few seconds.
@@ -59,6 +61,8 @@ POLLING_DELAY = "spark.sql.streaming.pollingDelay"
 #: write elsewhere): in the last two settings they run every 10 seconds. Since silver
 #: reads the topic, bronze is not on the way to silver or gold either (the last setting).
 SIDE_FLOWS = ("quarantine", "category_sliding", "high_value", "enriched")
+#: Every flow of the orders pipeline: their progress says which batches ran beside silver's.
+FLOWS = ("bronze", "silver", "revenue_hourly", *SIDE_FLOWS)
 #: name -> (what it is, trigger over every flow's: None keeps the configured ones, Spark
 #: conf, the orders pipeline's config over the bench's).
 SETTINGS: dict[str, tuple[str, str | None, dict[str, str], dict[str, Any]]] = {
@@ -191,7 +195,7 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
     runner = threading.Thread(target=run_pipeline, args=("orders", settings),
                               kwargs={"trigger": trigger, "stop": stop})  # fmt: skip
     runner.start()
-    progress = Progress(spark, ("orders.silver", "orders.revenue_hourly"))
+    progress = Progress(spark, tuple(f"orders.{flow}" for flow in FLOWS))
     progress.start()
     # (event time, producer's wall clock) of every order, in order.
     sent: list[tuple[float, float]] = []
@@ -251,7 +255,27 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
     for flow in ("silver", "revenue_hourly"):
         batches = progress.of(f"orders.{flow}", measured_from)
         out[f"batch:{flow}"] = [p["durationMs"]["triggerExecution"] / 1000 for _t, p in batches]
+    out.update(_beside(progress, measured_from))
     return out
+
+
+def _beside(progress: Progress, since: float) -> dict[str, list[float]]:
+    """Silver's batch times (s) from ``since`` split by whether a batch with rows of bronze
+    or a side flow ran at the same time: a processing-time trigger starts batches at
+    multiples of its interval since the epoch, so flows on the same interval start
+    together."""
+
+    def spans(flow: str, start: float) -> list[tuple[float, float]]:
+        return [(t, t + p["durationMs"]["triggerExecution"] / 1000)
+                for t, p in progress.of(f"orders.{flow}", start)
+                if flow == "silver" or p["numInputRows"]]  # fmt: skip
+
+    others = [span for flow in ("bronze", *SIDE_FLOWS) for span in spans(flow, since - 60)]
+    split: dict[str, list[float]] = {"batch:silver:beside": [], "batch:silver:alone": []}
+    for start, end in spans("silver", since):
+        beside = any(s < end and e > start for s, e in others)
+        split["batch:silver:beside" if beside else "batch:silver:alone"].append(end - start)
+    return split
 
 
 def _run(bootstrap: str, root: Path, rate: float, seconds: int, backlog: int,
@@ -274,6 +298,8 @@ HOPS = (
     ("gold_watermark", "closed hour -> gold, from the watermark"),
     ("batch:silver", "batch: silver"),
     ("batch:revenue_hourly", "batch: revenue_hourly"),
+    ("batch:silver:beside", "batch: silver, beside a batch of bronze or a side flow"),
+    ("batch:silver:alone", "batch: silver, beside none"),
 )
 
 
@@ -293,7 +319,9 @@ def measure_medallion(bootstrap: str, root: Path) -> dict[str, Any]:
         "plus the 10-minute watermark delay to its rows visible in `gold/revenue_hourly`; "
         "from the watermark: from the start of `revenue_hourly`'s first batch whose "
         "watermark passed the hour's end (its progress) to the same rows visible. Batch: "
-        "each batch's `triggerExecution` in the measured minute. "
+        "each batch's `triggerExecution` in the measured minute; silver's, split by whether a "
+        "batch with rows of bronze or a side flow ran beside it (flows on one interval start "
+        "their batches together). "
         f"Sustainable (all flows catching up {r['backlog']:,} orders, available-now): "
         f"{r['sustainable_orders_per_second']:,} orders/s.",
         "",
