@@ -40,6 +40,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.batch_cost import Recorder
 from bench.fresh import in_fresh_process
 from bench.latency import UTC, Watcher, paced, percentiles, rows_by_version
 
@@ -61,8 +62,6 @@ POLLING_DELAY = "spark.sql.streaming.pollingDelay"
 #: write elsewhere): in the last two settings they run every 10 seconds. Since silver
 #: reads the topic, bronze is not on the way to silver or gold either (the last setting).
 SIDE_FLOWS = ("quarantine", "category_sliding", "high_value", "enriched")
-#: Every flow of the orders pipeline: their progress says which batches ran beside silver's.
-FLOWS = ("bronze", "silver", "revenue_hourly", *SIDE_FLOWS)
 #: name -> (what it is, trigger over every flow's: None keeps the configured ones, Spark
 #: conf, the orders pipeline's config over the bench's).
 SETTINGS: dict[str, tuple[str, str | None, dict[str, str], dict[str, Any]]] = {
@@ -126,33 +125,14 @@ def _topics(bootstrap: str, name: str) -> str:
     return name
 
 
-class Progress(threading.Thread):
-    """Every progress of the named queries while they run: Spark keeps a query's last 100,
-    so they are collected every few seconds, and once more before the run stops."""
+def batches_of(progress: list[dict[str, Any]], name: str, since: float
+               ) -> list[tuple[float, dict[str, Any]]]:  # fmt: skip
+    """(start in epoch seconds, progress) of query ``name``'s batches started at ``since``
+    or later, in order, among ``progress`` (what the run's listener heard)."""
+    from eventlake.monitoring.progress import epoch_seconds
 
-    def __init__(self, spark: Any, names: tuple[str, ...], every: float = 5.0) -> None:
-        super().__init__(daemon=True)
-        self.spark, self.names, self.every = spark, names, every
-        self.seen: dict[tuple[str, int], dict[str, Any]] = {}
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        while not self.done.wait(self.every):
-            self.poll()
-
-    def poll(self) -> None:
-        for query in self.spark.streams.active:
-            if query.name in self.names:
-                for p in query.recentProgress:
-                    self.seen[(query.name, p["batchId"])] = p
-
-    def of(self, name: str, since: float) -> list[tuple[float, dict[str, Any]]]:
-        """(start in epoch seconds, progress) of ``name``'s batches started at ``since`` or
-        later, in order."""
-        from eventlake.monitoring.progress import epoch_seconds
-
-        out = [(epoch_seconds(p["timestamp"]), p) for (n, _b), p in self.seen.items() if n == name]
-        return sorted(((t, p) for t, p in out if t >= since), key=lambda tp: tp[0])
+    out = [(epoch_seconds(p["timestamp"]), p) for p in progress if p["name"] == name]
+    return sorted(((t, p) for t, p in out if t >= since), key=lambda tp: tp[0])
 
 
 def _sustainable(bootstrap: str, root: Path, backlog: int) -> float:
@@ -192,11 +172,13 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
     for w in watchers.values():
         w.start()
     stop = threading.Event()
+    # Every batch's progress as the run's listener hears it: polling each query's
+    # recentProgress took 0.15-0.47 s a query under this load, in the process measured.
+    listener = Recorder()
     runner = threading.Thread(target=run_pipeline, args=("orders", settings),
-                              kwargs={"trigger": trigger, "stop": stop})  # fmt: skip
+                              kwargs={"trigger": trigger, "stop": stop,
+                                      "listener": listener})  # fmt: skip
     runner.start()
-    progress = Progress(spark, tuple(f"orders.{flow}" for flow in FLOWS))
-    progress.start()
     # (event time, producer's wall clock) of every order, in order.
     sent: list[tuple[float, float]] = []
     w0 = time.time()
@@ -209,11 +191,10 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
 
     produce(bootstrap, topic, paced(rate, w0, measured_from + seconds, order_at))
     time.sleep(DRAIN_SECONDS.get(name, DRAIN_SECONDS_DEFAULT))
-    progress.done.set()
-    progress.join()
-    progress.poll()
+    progress = list(listener.progress)  # the batches until the run is told to stop
     stop.set()
     runner.join()
+    listener.close()
     for w in watchers.values():
         w.done.set()
         w.join()
@@ -243,7 +224,7 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
     # (batch start, watermark) of revenue_hourly: a batch runs with the watermark its
     # predecessors moved, and writes the hours it passes.
     marks = [(t, epoch_seconds(p["eventTime"]["watermark"]))
-             for t, p in progress.of("orders.revenue_hourly", w0)
+             for t, p in batches_of(progress, "orders.revenue_hourly", w0)
              if p.get("eventTime", {}).get("watermark")]  # fmt: skip
     for end, shown in closed.items():
         first = bisect.bisect_left(times, end + WINDOW_DELAY.total_seconds())
@@ -253,13 +234,13 @@ def _live(bootstrap: str, root: Path, name: str, rate: float, seconds: int
             if passed is not None:
                 out["gold_watermark"].append(shown - passed)
     for flow in ("silver", "revenue_hourly"):
-        batches = progress.of(f"orders.{flow}", measured_from)
+        batches = batches_of(progress, f"orders.{flow}", measured_from)
         out[f"batch:{flow}"] = [p["durationMs"]["triggerExecution"] / 1000 for _t, p in batches]
     out.update(_beside(progress, measured_from))
     return out
 
 
-def _beside(progress: Progress, since: float) -> dict[str, list[float]]:
+def _beside(progress: list[dict[str, Any]], since: float) -> dict[str, list[float]]:
     """Silver's batch times (s) from ``since`` split by whether a batch with rows of bronze
     or a side flow ran at the same time: a processing-time trigger starts batches at
     multiples of its interval since the epoch, so flows on the same interval start
@@ -267,7 +248,7 @@ def _beside(progress: Progress, since: float) -> dict[str, list[float]]:
 
     def spans(flow: str, start: float) -> list[tuple[float, float]]:
         return [(t, t + p["durationMs"]["triggerExecution"] / 1000)
-                for t, p in progress.of(f"orders.{flow}", start)
+                for t, p in batches_of(progress, f"orders.{flow}", start)
                 if flow == "silver" or p["numInputRows"]]  # fmt: skip
 
     others = [span for flow in ("bronze", *SIDE_FLOWS) for span in spans(flow, since - 60)]
