@@ -318,13 +318,14 @@ def _text_of(throwable: Any, getter: str) -> str | None:
     return str(found) if found else None
 
 
-def condition(exc: BaseException) -> str | None:
-    """Spark's error condition of ``exc`` (``getCondition()``), or of its JVM cause."""
+def condition(exc: BaseException, causes: list[JvmCause] | None = None) -> str | None:
+    """Spark's error condition of ``exc`` (``getCondition()``), or of its JVM cause
+    (``causes``: ``jvm_causes(exc)`` when the caller has them)."""
     get = getattr(exc, "getCondition", None)
     found = get() if callable(get) else None
     if found:
         return str(found)
-    for cause in jvm_causes(exc):
+    for cause in jvm_causes(exc) if causes is None else causes:
         if cause.message.startswith("[") and "]" in cause.message:
             return cause.message[1 : cause.message.index("]")]
     return None
@@ -361,11 +362,13 @@ def translate(exc: BaseException, *, context: str = "", in_query: bool = False) 
     """
     if isinstance(exc, EventlakeError):
         return exc
-    error = _translate(exc, context, in_query)
-    decided = recovery_of(exc)
+    causes = jvm_causes(exc)  # each link is several py4j calls: walked once
+    cond = condition(exc, causes)
+    error = _translate(exc, causes, cond, context, in_query)
+    decided = recovery_of(exc, causes)
     if decided is not Recovery.UNKNOWN:
         error.recovery = decided
-    error.spark_condition = condition(exc)
+    error.spark_condition = cond
     get = getattr(exc, "getMessageParameters", None)
     params = get() if callable(get) else None
     error.spark_parameters = dict(params) if params else None
@@ -410,10 +413,11 @@ def _disk_full(exc: BaseException, causes: list[JvmCause]) -> bool:
     return any(c.cls in _DISK_FULL_CLASSES and _DISK_FULL_TEXT in c.message for c in causes)
 
 
-def recovery_of(exc: BaseException) -> Recovery:
+def recovery_of(exc: BaseException, causes: list[JvmCause] | None = None) -> Recovery:
     """Whether a flow that failed with ``exc`` can be restarted, decided by type: an
     EventlakeError's own, psycopg's connection errors (transient), else the JVM causes'
-    classes and Spark conditions (unknown when none decides)."""
+    classes and Spark conditions (unknown when none decides). ``causes``:
+    ``jvm_causes(exc)`` when the caller has them."""
     if isinstance(exc, EventlakeError):
         return exc.recovery
     cause = exc.__cause__
@@ -421,14 +425,16 @@ def recovery_of(exc: BaseException) -> Recovery:
         found = recovery_of(cause)
         if found is not Recovery.UNKNOWN:
             return found
-    if _disk_full(exc, jvm_causes(exc)):
+    if causes is None:
+        causes = jvm_causes(exc)
+    if _disk_full(exc, causes):
         return Recovery.TRANSIENT
     if any(
         kind.__module__.startswith("psycopg") and kind.__name__ in _PSYCOPG_TRANSIENT
         for kind in type(exc).__mro__
     ):  # a lost or refused connection, e.g. AdminShutdown when the server stops
         return Recovery.TRANSIENT
-    for link in jvm_causes(exc):
+    for link in causes:
         found_condition = link.condition or ""
         if found_condition.startswith(_FATAL_CONDITIONS) or link.cls in _FATAL_CLASSES:
             return Recovery.FATAL
@@ -443,14 +449,13 @@ def fix_for(exc: BaseException) -> str | None:
     return fixes[0] if fixes else None
 
 
-def _translate(exc: BaseException, context: str, in_query: bool = False) -> EventlakeError:
+def _translate(exc: BaseException, causes: list[JvmCause], cond: str | None, context: str,
+               in_query: bool) -> EventlakeError:  # fmt: skip
     from pyspark.errors import AnalysisException, StreamingQueryException
 
     where = f"{context}: " if context else ""
-    causes = jvm_causes(exc)
     classes = {c.cls for c in causes}
     cause = _summary(exc, causes)
-    cond = condition(exc)
 
     if cond in _JARS_CONDITIONS or classes & set(_CLASS_MISSING):
         return EventlakeError(

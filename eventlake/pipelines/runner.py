@@ -285,11 +285,11 @@ class PipelineRunner:
         """Progress events reach the listener asynchronously: wait for each query's last
         batch that ran. A trigger that found nothing to run is in ``lastProgress`` too,
         but Spark does not post it as a progress event."""
-        last = {
-            name: int(q.lastProgress["batchId"])
-            for name, q in self.queries.items()
-            if q.lastProgress is not None and ran_a_batch(q.lastProgress)
-        }
+        last: dict[str, int] = {}
+        for name, query in self.queries.items():
+            progress = query.lastProgress  # a py4j call and a JSON parse: asked once
+            if progress is not None and ran_a_batch(progress):
+                last[name] = int(progress["batchId"])
 
         deadline = time.monotonic() + timeout
         while not caught_up(last, self.listener.snapshot()) and time.monotonic() < deadline:
