@@ -181,13 +181,25 @@ def _print_tables(console: Console, reports: list[dict[str, Any]]) -> None:
 
         def last(kind: str, r: dict[str, Any] = r) -> str:
             done = r.get(f"last_{kind}")
-            return f"{_when(done['at'], short=True)}: {done['did']}" if done else "never"
+            text = f"{_when(done['at'], short=True)}: {done['did']}" if done else "never"
+            return text + _failed(r, kind)
 
         size = "-" if r.get("bytes") is None else f"{r['bytes'] / 1e6:.1f}"
         small = "-" if r.get("small_files") is None else f"{r['small_files']}"
         table.add_row(r["table"], str(r.get("files") if r.get("files") is not None else "-"),
                       small, size, last("compact"), last("vacuum"))  # fmt: skip
     console.print(table)
+
+
+def _failed(report: dict[str, Any], kind: str) -> str:
+    """A live run's failed ``kind`` actions on the table, as a line of its cell."""
+    count = (report.get("maintenance_failures") or {}).get(kind)
+    if not count:
+        return ""
+    last = report.get("last_failure") or {}
+    if last.get("kind") != kind:
+        return f"\nfailed {count}x in this run"
+    return f"\nfailed {count}x in this run, last {_when(last['at'], short=True)}: {last['error']}"
 
 
 @checkpoint_app.command("show")

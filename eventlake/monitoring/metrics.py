@@ -7,6 +7,7 @@ the lag poller of :class:`~eventlake.operations.run_monitor.RunMonitor`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -110,6 +111,14 @@ class PipelineMetrics:
         self.table_gauges = {
             key: Gauge(name, text, TABLE, registry=self.registry) for key, name, text in _TABLES
         }
+        self.maintenance_failed = Counter(
+            "eventlake_table_maintenance_failures",
+            "Maintenance actions on the table that failed in this run, by kind (compact, "
+            "vacuum); each is tried again when the table is next due.",
+            (*TABLE, "kind"), registry=self.registry,
+        )  # fmt: skip
+        self._failures_seen: dict[tuple[str, str], int] = {}
+        self._failures_lock = threading.Lock()  # scrapes and status reads run on threads
 
     def tables(self, reports: list[dict[str, Any]]) -> None:
         """The written tables' files and last maintenance (``table_report`` records)."""
@@ -120,6 +129,18 @@ class PipelineMetrics:
                     value = value.get("at")
                 if isinstance(value, int | float):
                     gauge.labels(self.pipeline, report["table"]).set(value)
+
+    def maintenance_failures(self, failed: dict[str, dict[str, Any]]) -> None:
+        """The run's failed maintenance so far, per table: ``counts`` by kind
+        (:meth:`~eventlake.connectors.delta.Maintenance.failures`)."""
+        with self._failures_lock:
+            for table, record in failed.items():
+                for kind, count in record["counts"].items():
+                    seen = self._failures_seen.get((table, kind), 0)
+                    if count > seen:
+                        labels = (self.pipeline, table, kind)
+                        self.maintenance_failed.labels(*labels).inc(count - seen)
+                        self._failures_seen[(table, kind)] = count
 
     def flow_started(self, flow: str, trigger: str = "") -> None:
         """Create the flow's series at zero, so a scrape sees every flow from the start."""

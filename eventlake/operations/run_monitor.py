@@ -14,7 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from eventlake.config import Settings
-from eventlake.connectors.delta import EXPECTATIONS_TABLE, TableReader, sink_committed
+from eventlake.connectors.delta import (
+    EXPECTATIONS_TABLE,
+    Maintenance,
+    TableReader,
+    sink_committed,
+)
 from eventlake.durations import duration_ms
 from eventlake.errors import EventlakeError
 from eventlake.monitoring import BatchProgress, ProgressListener
@@ -214,12 +219,30 @@ class RunMonitor:
         with self._lock:
             cached = self._tables
         if cached is not None and time.monotonic() - cached[0] < TABLES_SECONDS:
-            return cached[1]
-        reports = table_reports(self.plan.pipeline, self.settings, self._reader)
-        self.metrics.tables(reports)
-        with self._lock:
-            self._tables = (time.monotonic(), reports)
-        return reports
+            reports = cached[1]
+        else:
+            reports = table_reports(self.plan.pipeline, self.settings, self._reader)
+            self.metrics.tables(reports)
+            with self._lock:
+                self._tables = (time.monotonic(), reports)
+        return self._with_failures(reports)
+
+    def _with_failures(self, reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``reports`` with each table's failed maintenance in this run (the service's
+        own count; a table's history holds only what succeeded), also to the metrics."""
+        service = self.plan.run.find(Maintenance)
+        failed = service.failures() if service is not None else {}
+        self.metrics.maintenance_failures(failed)
+        secrets = self.settings.secret_values
+        for record in failed.values():
+            if record["last"] is not None:
+                record["last"]["error"] = mask_text(record["last"]["error"] or "", secrets)
+        none: dict[str, Any] = {"counts": {}, "last": None}
+        return [
+            {**r, "maintenance_failures": failed.get(r["table"], none)["counts"],
+             "last_failure": failed.get(r["table"], none)["last"]}
+            for r in reports
+        ]  # fmt: skip
 
     def status(self) -> dict[str, Any]:
         """The live status record (``eventlake status`` reads it from ``/api/status``):

@@ -5,6 +5,7 @@ real) compacting it without changing a row a downstream flow reads."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ from eventlake.testing import (
     unique_name,
     wait_until,
 )
+from eventlake.testing.browser import rendered_dom
 from tests.integration.cli_helpers import bronze_silver_module, run_cli, write_config
 
 if TYPE_CHECKING:
@@ -160,6 +162,80 @@ def test_a_run_compacts_its_tables_between_batches_and_metrics_show_them(
     run_available_now(pipeline, settings)
     copied_keys = sorted(r["key"] for r in read_delta(tmp_path / "lake/silver/metered").to_pylist())
     assert copied_keys == sorted(sent)
+
+
+BRONZE_ONLY = """
+from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
+from eventlake.pipelines import Pipeline
+
+broken = Pipeline("broken")
+
+
+@broken.flow(input=KafkaInput(), output=DeltaOutput("bronze", "broken"))
+def raw(ctx, df):
+    return kafka_records(df).select("key", "value")
+"""
+
+
+def test_a_failing_compaction_shows_in_status_metrics_and_the_dashboard(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """A table's history holds only what maintenance did; what failed is the run's to tell:
+    a compaction that cannot read a file the log lists is counted, its error shown, while
+    the flow's appends go on."""
+    topic = make_topic(partitions=1, prefix="broken")
+    module = tmp_path / "broken.py"
+    module.write_text(BRONZE_ONLY)
+    registry = load_pipelines([module])
+    off = write_config(tmp_path / "off.yaml", bootstrap, tmp_path, maintenance={"enabled": False},
+                       broken={"topic": topic})  # fmt: skip
+    for run in range(3):  # three commits of one small file each, left by runs without maintenance
+        produce(bootstrap, topic, [(f"k{run}-{i}", "{}") for i in range(5)])
+        run_available_now("broken", load_settings(off), registry=registry)
+    bronze = tmp_path / "lake" / "bronze" / "broken"
+    [gone, *_] = sorted(bronze.glob("*.parquet"))
+    gone.unlink()  # a file the log still lists, removed behind Delta's back
+
+    cfg = write_config(tmp_path / "el.yaml", bootstrap, tmp_path,
+                       maintenance={"compact_min_files": 2},
+                       broken={"topic": topic, "trigger": "1 second"})  # fmt: skip
+    sent = 15
+    with running_pipeline("broken", load_settings(cfg), registry=registry) as run:
+
+        def failed() -> dict[str, Any] | None:
+            nonlocal sent
+            produce(bootstrap, topic, [(f"live-{sent}", "{}")])
+            sent += 1
+            [table] = [t for t in run.status()["tables"] if t["table"] == "bronze/broken"]
+            return table if table["maintenance_failures"].get("compact") else None
+
+        table = wait_until(failed, timeout=180, interval=1.0, what="a failed compaction")
+        assert table["last_failure"]["kind"] == "compact"
+        assert gone.name in table["last_failure"]["error"], table["last_failure"]
+        samples = run.metrics()["eventlake_table_maintenance_failures"]
+        counted = {(s.labels["table"], s.labels["kind"]): s.value for s in samples
+                   if s.name.endswith("_total")}  # fmt: skip
+        assert counted[("bronze/broken", "compact")] >= 1
+
+        wide = {"COLUMNS": "400"}
+        shown = run_cli("--config", str(cfg), "status", "broken", "--module", str(module),
+                        env=wide)  # fmt: skip
+        assert shown.returncode == 0, shown.stderr
+        assert re.search(r"failed \d+x in this run, last \d+s ago: ", shown.stdout), shown.stdout
+        page = rendered_dom(run.url, wait_ms=8000)
+        cell = re.search(r'class="table-compact">([^<]*)<', page)
+        assert cell is not None, page
+        assert "x in this run" in cell.group(1), cell.group(1)
+        # The appends went on: the log lists every record sent but the removed file's five
+        # (its statistics: reading the table would fail on the missing file).
+        wait_until(lambda: sum(_adds(bronze).column("num_records").to_pylist()) >= sent - 5,
+                   timeout=60, what="the live records in bronze's log")  # fmt: skip
+    assert all(c["operation"] != "OPTIMIZE" for c in DeltaTable(str(bronze)).history())
+    # `eventlake maintain` fails the same way, in the terminal, with the innermost cause.
+    done = run_cli("--config", str(off), "maintain", "broken", "--module", str(module),
+                   "--force", env=wide)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"compact: {table['last_failure']['error']}" in done.stdout, done.stdout
 
 
 def _latest(target, source, batch):  # type: ignore[no-untyped-def]

@@ -37,6 +37,7 @@ def exported_names() -> set[str]:
     ))  # fmt: skip
     metrics.tables([{"table": "bronze/t", "files": 3, "bytes": 10, "small_files": 3,
                      "last_compact": {"at": 1.0}, "last_vacuum": {"at": 2.0}}])  # fmt: skip
+    metrics.maintenance_failures({"bronze/t": {"counts": {"compact": 1}, "last": None}})
     return {s.name for family in metrics.registry.collect() for s in family.samples}
 
 
@@ -47,7 +48,7 @@ def used_names(expr: str) -> set[str]:
 def test_alert_rules_pass_promtool_check_and_their_unit_tests() -> None:
     checked = promtool("check", "rules", RULES.name, cwd=RULES.parent)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 6 rules found" in checked.stdout
+    assert "SUCCESS: 7 rules found" in checked.stdout
     tested = promtool("test", "rules", "eventlake-alerts.test.yml", cwd=RULES.parent)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
@@ -59,7 +60,7 @@ def test_rules_and_dashboard_use_only_exported_metrics() -> None:
     alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
     assert {"EventlakeKafkaLagGrowing", "EventlakeNoBatchCommitted",
             "EventlakeQuarantineRateHigh", "EventlakeFlowRestartLoop",
-            "EventlakeSmallFilesPilingUp"} <= alerts  # fmt: skip
+            "EventlakeSmallFilesPilingUp", "EventlakeMaintenanceFailing"} <= alerts  # fmt: skip
     dashboard = json.loads(DASHBOARD.read_text())
     exprs += [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     for expr in exprs:

@@ -59,3 +59,16 @@ def test_kafka_offsets_are_read_from_spark_text_and_nothing_else() -> None:
     assert parse_kafka_offsets('{"sourceVersion": 1, "reservoirVersion": 3}') == {}
     assert parse_kafka_offsets("not json") == {}
     assert parse_kafka_offsets(None) == {}
+
+
+def test_maintenance_failures_count_each_failed_action_once_however_often_read() -> None:
+    metrics = PipelineMetrics("users")
+    last = {"kind": "compact", "at": 1.0, "error": "FileNotFoundException: part-0"}
+    metrics.maintenance_failures({"silver/users": {"counts": {"compact": 2}, "last": last}})
+    metrics.maintenance_failures({"silver/users": {"counts": {"compact": 2}, "last": last}})
+    metrics.maintenance_failures({"silver/users": {"counts": {"compact": 3, "vacuum": 1},
+                                                   "last": last}})  # fmt: skip
+    got = families(metrics)["eventlake_table_maintenance_failures"]
+    counts = {(s.labels["table"], s.labels["kind"]): s.value for s in got
+              if s.name == "eventlake_table_maintenance_failures_total"}  # fmt: skip
+    assert counts == {("silver/users", "compact"): 3.0, ("silver/users", "vacuum"): 1.0}

@@ -17,11 +17,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eventlake.connectors.delta.tables import path_identifier
 from eventlake.durations import duration_ms
+from eventlake.errors import describe
 from eventlake.scope import DueWork
 
 if TYPE_CHECKING:
@@ -105,6 +106,23 @@ class TableState:
     #: Bytes written per byte rewritten by its last compaction of small_file_bytes or more
     #: (:func:`packing_of`); None: not known yet (its history says).
     packing: float | None = None
+
+
+@dataclass
+class Failures:
+    """A table's failed maintenance actions in one run: how many of each kind, and the
+    last one."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    last: Action | None = None
+
+    def record(self) -> dict[str, Any]:
+        """What the status record and the metrics show: ``counts`` by kind, and ``last``
+        (kind, epoch seconds, error)."""
+        last = self.last
+        shown = None if last is None else {"kind": last.kind, "at": last.at_ms / 1000,
+                                           "error": last.error}  # fmt: skip
+        return {"counts": dict(self.counts), "last": shown}
 
 
 @dataclass(frozen=True)
@@ -654,7 +672,7 @@ def _act(kind: str, dry_run: bool, work: Callable[[], str], planned: str) -> Act
         detail = work()
     except Exception as exc:  # a stopped session, a concurrent commit: tried again later
         log.warning("%s failed: %s", kind, exc)
-        return Action(kind, at, time.monotonic() - started, "failed", error=str(exc).split("\n")[0])
+        return Action(kind, at, time.monotonic() - started, "failed", error=describe(exc))
     return Action(kind, at, time.monotonic() - started, detail)
 
 
@@ -677,6 +695,7 @@ class Maintenance:
         self._tables: dict[str, TableState] = {}
         self._readers: dict[str, set[str]] = {}
         self._locks: dict[str, threading.Lock] = {}
+        self._failures: dict[str, Failures] = {}
         self._lock = threading.Lock()
         self._work: DueWork[None] = DueWork("eventlake-maintenance", self._maintain, DRAIN_SECONDS)
 
@@ -732,4 +751,15 @@ class Maintenance:
         for action in maintain_table(self._spark, state, readers=readers, lock=lock).actions:
             log.info("%s %s: %s (%.1f s)", action.kind, state.table, action.detail, action.seconds)
             worked += action.seconds if action.kind == "compact" else 0.0
+            if action.error is not None:
+                with self._lock:
+                    failed = self._failures.setdefault(state.table, Failures())
+                    failed.counts[action.kind] = failed.counts.get(action.kind, 0) + 1
+                    failed.last = action
         return min(worked, REST_SECONDS_MAX)
+
+    def failures(self) -> dict[str, dict[str, Any]]:
+        """Per table (``layer/name``) that had any, its failed actions in this run
+        (:meth:`Failures.record`): the tables' histories hold only what succeeded."""
+        with self._lock:
+            return {table: failed.record() for table, failed in self._failures.items()}
