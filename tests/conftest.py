@@ -46,9 +46,12 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["SPARK_SUBMIT_OPTS"] = f"{options} {QUICK_JIT}".strip()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup``: a test that needs a heavy fixture joins that fixture's
-    group (a test's own ``xdist_group`` mark wins)."""
+    group (a test's own ``xdist_group`` mark wins). First of the hook's implementations:
+    xdist's worker turns the marks into group names in its own, registered after this
+    file, which pluggy would otherwise call first."""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
