@@ -89,11 +89,23 @@ def codegen_compilations(spark: SparkSession) -> int:
                .METRIC_COMPILATION_TIME().getCount())  # fmt: skip
 
 
-def consume_topic(
+@dataclass(frozen=True)
+class ConsumedRecord:
+    """A Kafka record as a plain consumer reads it: coordinates, text and timestamp."""
+
+    partition: int
+    offset: int
+    key: str | None
+    value: str | None
+    #: The record's timestamp (producer or broker time, by the topic's setting), epoch ms.
+    timestamp_ms: int
+
+
+def consume_records(
     bootstrap: str, topic: str, *, committed_only: bool = False, timeout: float = 60.0
-) -> list[tuple[str, str]]:
-    """Every record now in ``topic`` as (key, value) text, read by assignment (no group,
-    nothing committed) up to each partition's end. ``committed_only`` reads as a
+) -> list[ConsumedRecord]:
+    """Every record now in ``topic``, read by assignment (no group, nothing committed) up
+    to each partition's end; key and value as UTF-8 text. ``committed_only`` reads as a
     ``read_committed`` consumer: records of aborted or open transactions are left out."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -106,7 +118,7 @@ def consume_topic(
                          "read_committed" if committed_only else "read_uncommitted"})  # fmt: skip
     parts = [TopicPartition(topic, p, 0) for p in ends]
     consumer.assign(parts)
-    out: list[tuple[str, str]] = []
+    out: list[ConsumedRecord] = []
 
     def at_end() -> bool:  # by position: transaction markers take offsets too
         return all(tp.offset >= ends[tp.partition] for tp in consumer.position(parts))
@@ -121,12 +133,25 @@ def consume_topic(
                     fix="look at the broker log; an open transaction holds read_committed back",
                 )
             for msg in consumer.consume(num_messages=500, timeout=0.5):
-                if msg.error() is None:
+                partition, offset = msg.partition(), msg.offset()
+                if msg.error() is None and partition is not None and offset is not None:
                     key, value = msg.key(), msg.value()
-                    out.append((key.decode() if key else "", value.decode() if value else ""))
+                    out.append(ConsumedRecord(
+                        partition, offset, None if key is None else key.decode(),
+                        None if value is None else value.decode(), msg.timestamp()[1],
+                    ))  # fmt: skip
     finally:
         consumer.close()
     return out
+
+
+def consume_topic(
+    bootstrap: str, topic: str, *, committed_only: bool = False, timeout: float = 60.0
+) -> list[tuple[str, str]]:
+    """Every record now in ``topic`` as (key, value) text (a missing one as ""), as
+    :func:`consume_records` reads them."""
+    records = consume_records(bootstrap, topic, committed_only=committed_only, timeout=timeout)
+    return [(r.key or "", r.value or "") for r in records]
 
 
 def settings_for(

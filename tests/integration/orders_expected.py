@@ -53,6 +53,14 @@ def expected_silver(phases: list[list[GeneratedRecord]]) -> Expected:
     return Expected(silver, phase_of, quarantine, dups)
 
 
+def silver_frame(exp: Expected) -> pd.DataFrame:
+    """silver/orders as it must be: the valid orders once each, typed."""
+    want = pd.DataFrame(list(exp.silver.values()))
+    want["event_time"] = pd.to_datetime(want["event_time"], utc=True)
+    want["amount"] = want["amount"].map(lambda a: Decimal(str(a)))
+    return want
+
+
 def _windows(ts: datetime, size: timedelta, slide: timedelta) -> list[tuple[datetime, datetime]]:
     epoch = datetime(1970, 1, 1, tzinfo=ts.tzinfo)
     last_start = epoch + ((ts - epoch) // slide) * slide
