@@ -89,7 +89,7 @@ Rows = Counter[tuple[Any, ...]]
 
 def rows(root: Path | Location, layer: str, name: str, columns: list[str]) -> Rows:
     """A table's rows as delta-rs reads them (:func:`as_set`'s normal form)."""
-    table = read_delta(Location(root) / "lake" / layer / name).to_pandas()
+    table = read_delta(Location(root) / "lake" / layer / name).select(columns).to_pandas()
     return as_set(table, columns)
 
 
