@@ -21,7 +21,12 @@ from eventlake.operations.server import check_exposure, tls_context
 from eventlake.pipelines.api import Pipeline, Registry
 from eventlake.pipelines.loader import project_pipelines
 from eventlake.pipelines.plan import Plan, build_plan, check_flow_names, ends
-from eventlake.pipelines.runner import PipelineRunner, RunResult, preflight_topics
+from eventlake.pipelines.runner import (
+    PipelineRunner,
+    RunResult,
+    preflight_inputs,
+    preflight_topics,
+)
 from eventlake.scope import OutputCreation, RunScope
 from eventlake.session import SparkStart
 from eventlake.transforms.heartbeat import IdleWatch
@@ -69,13 +74,15 @@ def run_pipeline(
         check_exposure(settings.metrics)
         tls_context(settings.metrics)
     configs = pipeline.configs(settings)
-    # The JVM starts while the broker is asked. A run that ends collects for throughput,
-    # and its leaf outputs are created while their queries start.
+    # The JVM starts while the broker is asked (the topics, what the inputs will need). A
+    # run that ends collects for throughput, and its leaf outputs are created while their
+    # queries start.
     finite = ends(pipeline, configs, flows, trigger)
     starting = SparkStart(settings, finite=finite)
-    preflight_topics(pipeline, configs, flows)
-    spark = starting.result()
     with RunScope() as run:
+        preflight_topics(pipeline, configs, flows)
+        preflight_inputs(pipeline, configs, run, flows, trigger)
+        spark = starting.result()
         report: Report | None = None
         if validate:
             plan, report = check_pipeline(

@@ -22,7 +22,7 @@ from eventlake.connectors.capabilities import (
     InputCapabilities,
     OutputCapabilities,
 )
-from eventlake.scope import OutputCreation
+from eventlake.scope import OutputCreation, RunScope
 from eventlake.triggers import apply_trigger, is_real_time
 
 #: The column :meth:`Input.replay` adds where it can tell which batch read each row.
@@ -107,6 +107,11 @@ class Input(_Connector):
     @abstractmethod
     def read(self, ctx: FlowContext) -> DataFrame:
         """An unbounded DataFrame over the input."""
+
+    def preflight(self, flow: FlowConfig, trigger: str, run: RunScope) -> None:
+        """Ask outside systems, during the run's pre-flight (while the JVM starts), what
+        :meth:`read` with ``trigger`` will need, keeping the answers in ``run``; by default
+        nothing."""
 
     def read_batch(self, ctx: FlowContext) -> DataFrame:
         """Everything the input holds now, as a batch DataFrame (``eventlake lateness``)."""

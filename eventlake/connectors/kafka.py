@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from eventlake.connectors.base import BatchContext, Input, Output, Prepare, Target
 from eventlake.connectors.capabilities import (
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
     from eventlake.checkpoints import CheckpointLog
     from eventlake.context import FlowConfig, FlowContext
+    from eventlake.scope import RunScope
 
 
 @dataclass(frozen=True)
@@ -107,31 +110,29 @@ class KafkaInput(Input):
 
     def read(self, ctx: FlowContext) -> DataFrame:
         opts = self.options(ctx)
+        facts = ctx.run.service(TopicFacts)
         if is_real_time(ctx.trigger):  # records stream through: Spark refuses a batch bound
             opts.pop("maxOffsetsPerTrigger", None)
         elif ctx.params.max_offsets_per_trigger == "auto":
-            opts["maxOffsetsPerTrigger"] = str(auto_max_offsets(ctx, self.topics(ctx)))
+            size = facts.record_bytes(ctx, self.topics(ctx))
+            opts["maxOffsetsPerTrigger"] = str(auto_max_offsets(ctx, size))
         tasks = ctx.params.min_partitions
-        if tasks == "auto":
+        if tasks == "auto" and not is_real_time(ctx.trigger):
             cores = ctx.spark.sparkContext.defaultParallelism
-            tasks = balanced_tasks(self._partitions(ctx), cores)
+            tasks = balanced_tasks(facts.partitions(ctx, self.topics(ctx)), cores)
         if tasks is not None and not is_real_time(ctx.trigger):
             opts["minPartitions"] = str(tasks)
         return ctx.spark.readStream.format("kafka").options(**opts).load()
 
-    def _partitions(self, flow: FlowConfig) -> int:
-        from confluent_kafka import KafkaException
-
-        from eventlake.kafka.admin import partition_count
-
-        kafka = flow.settings.kafka
-        if not _any_reachable(kafka.bootstrap_servers):
-            return 0
-        try:
-            return partition_count(kafka.bootstrap_servers, self.topics(flow),
-                                   options=kafka.client_options(), timeout=5.0)  # fmt: skip
-        except KafkaException:
-            return 0
+    def preflight(self, flow: FlowConfig, trigger: str, run: RunScope) -> None:
+        """The topics' record size and partition count, where ``auto`` params need them."""
+        if is_real_time(trigger):
+            return
+        facts = run.service(TopicFacts)
+        if flow.params.max_offsets_per_trigger == "auto":
+            facts.record_bytes(flow, self.topics(flow))
+        if flow.params.min_partitions == "auto":
+            facts.partitions(flow, self.topics(flow))
 
     def read_batch(self, ctx: FlowContext) -> DataFrame:
         opts = {k: v for k, v in self.options(ctx).items() if not _starts_or_bounds(k)}
@@ -193,25 +194,71 @@ def balanced_tasks(partitions: int, cores: int) -> int | None:
     return math.lcm(partitions, cores)
 
 
-def auto_max_offsets(flow: FlowConfig, topics: list[str]) -> int:
-    """``max_bytes_per_trigger`` over the topics' mean record size (Spark's row overhead
-    included), at least 1,000 records."""
-    from confluent_kafka import KafkaException
-
-    from eventlake.kafka.admin import mean_record_bytes
-
-    kafka = flow.settings.kafka
-    size = None
-    # Planning without a broker (`eventlake validate` offline) assumes the size at once.
-    if _any_reachable(kafka.bootstrap_servers):
-        try:
-            size = mean_record_bytes(
-                kafka.bootstrap_servers, topics, options=kafka.client_options(), timeout=5.0
-            )
-        except KafkaException:  # a probe that fails is no reason to stop: assume the size
-            size = None
-    per_record = (size or ASSUMED_RECORD_BYTES) + SPARK_ROW_OVERHEAD
+def auto_max_offsets(flow: FlowConfig, record_bytes: float | None) -> int:
+    """``max_bytes_per_trigger`` over the mean record size ``record_bytes`` (else an
+    assumed size) plus Spark's row overhead, at least 1,000 records."""
+    per_record = (record_bytes or ASSUMED_RECORD_BYTES) + SPARK_ROW_OVERHEAD
     return max(1_000, int(flow.params.max_bytes_per_trigger // per_record))
+
+
+_A = TypeVar("_A")
+
+
+class TopicFacts:
+    """What the broker says of a run's topics, asked once per run (a run service): the
+    mean record size that sizes a batch (``max_offsets_per_trigger: auto``) and the
+    partition count that splits one (``min_partitions: auto``).
+
+    The run's pre-flight asks while the JVM starts (:meth:`KafkaInput.preflight`), and
+    flows reading the same topics share one answer; a broker that cannot be reached
+    or fails to answer gives None (an assumed size) and 0 partitions.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sizes: dict[tuple[str, tuple[str, ...]], float | None] = {}
+        self._partitions: dict[tuple[str, tuple[str, ...]], int] = {}
+
+    def record_bytes(self, flow: FlowConfig, topics: list[str]) -> float | None:
+        """Mean key + value bytes at the tail of ``topics``; None when unknown."""
+        from eventlake.kafka.admin import mean_record_bytes
+
+        return self._ask(self._sizes, flow, topics, mean_record_bytes, None)
+
+    def partitions(self, flow: FlowConfig, topics: list[str]) -> int:
+        """The partitions of ``topics`` together; 0 when unknown."""
+        from eventlake.kafka.admin import partition_count
+
+        return self._ask(self._partitions, flow, topics, partition_count, 0)
+
+    def _ask(
+        self,
+        answers: dict[tuple[str, tuple[str, ...]], _A],
+        flow: FlowConfig,
+        topics: list[str],
+        probe: Callable[..., _A],
+        unknown: _A,
+    ) -> _A:
+        from confluent_kafka import KafkaException
+
+        kafka = flow.settings.kafka
+        key = (kafka.bootstrap_servers, tuple(sorted(topics)))
+        with self._lock:
+            if key not in answers:
+                answer = unknown
+                # Planning without a broker (`eventlake validate` offline) assumes at once,
+                # and a probe that fails is no reason to stop.
+                if _any_reachable(kafka.bootstrap_servers):
+                    with contextlib.suppress(KafkaException):
+                        answer = probe(
+                            kafka.bootstrap_servers, topics,
+                            options=kafka.client_options(), timeout=5.0,
+                        )  # fmt: skip
+                answers[key] = answer
+            return answers[key]
+
+    def close(self) -> None:
+        """Nothing to release: the probes' clients are closed as they answer."""
 
 
 def _any_reachable(bootstrap: str, timeout: float = 1.0) -> bool:

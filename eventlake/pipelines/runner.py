@@ -29,7 +29,7 @@ from eventlake.errors import ErrorCode, EventlakeError, Recovery, translate
 from eventlake.kafka.admin import list_topics
 from eventlake.monitoring import FlowTotals, ProgressListener
 from eventlake.pipelines.api import Pipeline
-from eventlake.pipelines.plan import Plan, PlannedFlow
+from eventlake.pipelines.plan import Plan, PlannedFlow, trigger_of
 from eventlake.pipelines.restarts import RestartPolicy
 from eventlake.secrets import mask_text
 from eventlake.triggers import ONCE, is_finite, is_micro_batch
@@ -37,6 +37,8 @@ from eventlake.triggers import ONCE, is_finite, is_micro_batch
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
     from rich.console import Console
+
+    from eventlake.scope import RunScope
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,23 @@ def preflight_topics(
             fix=f"create it: `eventlake kafka create-topic {first} --partitions N "
             f"--bootstrap-servers {kafka.bootstrap_servers}`, or correct the topic in the config",
         )
+
+
+def preflight_inputs(
+    pipeline: Pipeline,
+    configs: dict[str, FlowConfig],
+    run: RunScope,
+    flows: list[str] | None = None,
+    trigger: str | None = None,
+) -> None:
+    """Each input of the flows run asks what its read will need (a Kafka topic's record
+    size, its partitions) while the JVM starts, and keeps the answers in ``run``."""
+    for name, config in configs.items():
+        if flows and name not in flows:
+            continue
+        spec = pipeline.flows[name]
+        for source in spec.all_inputs():
+            source.preflight(config, trigger_of(spec, config, trigger), run)
 
 
 #: The local property naming a job's scheduler pool; the query's thread inherits it.

@@ -11,10 +11,12 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from eventlake.connectors import DeltaOutput, KafkaInput, kafka_records
-from eventlake.connectors.kafka import auto_max_offsets
+from eventlake.connectors.kafka import TopicFacts, auto_max_offsets
 from eventlake.context import FlowContext
 from eventlake.kafka import produce, topic_offsets
 from eventlake.pipelines import Pipeline
+from eventlake.pipelines.runner import preflight_inputs
+from eventlake.scope import RunScope
 from eventlake.testing import delta_version, read_delta, run_available_now, settings_for
 
 pytestmark = pytest.mark.integration
@@ -116,7 +118,9 @@ def test_auto_batch_size_follows_record_bytes(
     # Key "k0000" (5 bytes) + value of 195 bytes: 200 bytes a record, 264 with the overhead.
     produce(bootstrap, topic, ((f"k{i % 10_000:04d}", "v" * 195) for i in range(12_000)))
     flow = ingest.configs(settings_for(tmp_path, bootstrap, ingest={"topic": topic}))["bronze"]
-    assert auto_max_offsets(flow, [topic]) == (256 * 1024 * 1024) // 264
+    size = TopicFacts().record_bytes(flow, [topic])
+    assert size == 200
+    assert auto_max_offsets(flow, size) == (256 * 1024 * 1024) // 264
 
     # The default bound takes the whole 12,000-record backlog in one batch...
     assert _run_bronze(tmp_path / "auto", bootstrap, topic=topic) == (1, 12_000)
@@ -128,6 +132,24 @@ def test_auto_batch_size_follows_record_bytes(
     # ... and a byte budget of 5,000 such records bounds each batch to 5,000: three batches.
     budget = {"topic": topic, "max_bytes_per_trigger": 5_000 * 264}
     assert _run_bronze(tmp_path / "bytes", bootstrap, **budget) == (3, 12_000)
+
+
+def test_a_run_asks_a_topics_record_size_and_partitions_once_in_its_preflight(
+    bootstrap: str, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """The pre-flight (while the JVM starts) asks the broker what ``auto`` params need and
+    the run keeps the answer: records produced after it do not change what the run plans
+    with, and a new run asks again."""
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, ((f"k{i % 10}", "v" * 98) for i in range(1_000)))  # 100 bytes
+    configs = ingest.configs(settings_for(tmp_path, bootstrap, ingest={"topic": topic}))
+    with RunScope() as run:
+        preflight_inputs(ingest, configs, run)
+        produce(bootstrap, topic, ((f"k{i % 10}", "v" * 998) for i in range(1_000)))  # the tail
+        facts = run.service(TopicFacts)
+        assert facts.record_bytes(configs["bronze"], [topic]) == 100
+        assert facts.partitions(configs["bronze"], [topic]) == 2
+    assert TopicFacts().record_bytes(configs["bronze"], [topic]) == 1_000
 
 
 def test_min_partitions_auto_reads_three_partitions_in_six_tasks_on_two_cores(
