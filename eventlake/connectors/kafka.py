@@ -128,11 +128,15 @@ class KafkaInput(Input):
         """The topics' record size and partition count, where ``auto`` params need them."""
         if is_real_time(trigger):
             return
-        facts = run.service(TopicFacts)
-        if flow.params.max_offsets_per_trigger == "auto":
-            facts.record_bytes(flow, self.topics(flow))
-        if flow.params.min_partitions == "auto":
-            facts.partitions(flow, self.topics(flow))
+        sizes = flow.params.max_offsets_per_trigger == "auto"
+        splits = flow.params.min_partitions == "auto"
+        if not (sizes or splits):
+            return
+        facts, topics = run.service(TopicFacts), self.topics(flow)
+        if sizes:
+            facts.record_bytes(flow, topics)
+        if splits:
+            facts.partitions(flow, topics)
 
     def read_batch(self, ctx: FlowContext) -> DataFrame:
         opts = {k: v for k, v in self.options(ctx).items() if not _starts_or_bounds(k)}
