@@ -110,17 +110,18 @@ class KafkaInput(Input):
 
     def read(self, ctx: FlowContext) -> DataFrame:
         opts = self.options(ctx)
-        facts = ctx.run.service(TopicFacts)
-        if is_real_time(ctx.trigger):  # records stream through: Spark refuses a batch bound
+        if is_real_time(ctx.trigger):  # records stream through: no batch bound, no split
             opts.pop("maxOffsetsPerTrigger", None)
-        elif ctx.params.max_offsets_per_trigger == "auto":
+            return ctx.spark.readStream.format("kafka").options(**opts).load()
+        facts = ctx.run.service(TopicFacts)
+        if ctx.params.max_offsets_per_trigger == "auto":
             size = facts.record_bytes(ctx, self.topics(ctx))
             opts["maxOffsetsPerTrigger"] = str(auto_max_offsets(ctx, size))
         tasks = ctx.params.min_partitions
-        if tasks == "auto" and not is_real_time(ctx.trigger):
+        if tasks == "auto":
             cores = ctx.spark.sparkContext.defaultParallelism
             tasks = balanced_tasks(facts.partitions(ctx, self.topics(ctx)), cores)
-        if tasks is not None and not is_real_time(ctx.trigger):
+        if tasks is not None:
             opts["minPartitions"] = str(tasks)
         return ctx.spark.readStream.format("kafka").options(**opts).load()
 
