@@ -30,12 +30,16 @@ if TYPE_CHECKING:
 #: Session fixtures too heavy to start on every worker: their tests go to one worker each.
 HEAVY_FIXTURES = ("hdfs", "kafka_cluster", "spark_cluster")
 
-#: The JIT option of every Spark driver JVM the suite starts (spark-submit reads
+#: The JIT options of every Spark driver JVM the suite starts (spark-submit reads
 #: SPARK_SUBMIT_OPTS): C1 only. Most of those drivers are runs of `eventlake` in a process of
 #: their own that live a minute or two, and on 2 cores C2's compiles cost them more than
 #: they win: the three stop-signal runs of the orders pipeline took 86-92 s with it against
 #: 150-179 s without; an in-process test, 134 s against 131 s.
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
+#: C1 alone gets a 48 MB code cache, which each worker's SparkSession fills with the code
+#: of the hundreds of queries its tests plan: past 90% full the JVM sweeps it without a
+#: pause, and the sweeper thread took 40% of that JVM's CPU (76-80 s of 165-193 s over 40
+#: in-process tests, 390 s). With tiered compilation's 240 MB the same tests took 314 s.
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def pytest_configure(config: pytest.Config) -> None:

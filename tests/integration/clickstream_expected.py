@@ -11,7 +11,12 @@ from itertools import groupby
 from typing import Any
 
 from eventlake.storage import Location
+from eventlake.testing import read_delta
 from eventlake.testing.watermark import by_batch, kafka_batches, not_late, watermarks
+from tests.integration.event_time_helpers import as_rows
+
+#: What makes a click valid (else it is quarantined), and its event time.
+CLICK_FIELDS = ("event_id", "user_id", "event_type", "page", "event_time")
 
 
 @dataclass(frozen=True)
@@ -94,3 +99,40 @@ def sessions(kept: list[Click], gap: timedelta, closed_by: datetime) -> set[tupl
             if time is not None:
                 session.append((time, page))
     return out
+
+
+def assert_clickstream_tables(
+    lake: Location | str, records: list[tuple[int, int, dict[str, Any] | None]],
+    kept: list[Click], final_wm: datetime,
+) -> None:  # fmt: skip
+    """Every table the clickstream pipeline wrote under ``lake`` holds what it must, given
+    the topic's ``records`` and what :func:`kept_clicks` made of them."""
+
+    def table(layer: str, name: str) -> Any:
+        return read_delta(Location(lake) / layer / name).to_pandas()
+
+    silver = table("silver", "clicks")
+    assert sorted(silver["event_id"]) == sorted(c.event_id for c in kept)
+    quarantine = table("silver", "clicks_quarantine")
+    # Each record that is not a valid click, once, by its Kafka coordinates.
+    assert sorted(zip(quarantine["partition"], quarantine["offset"], strict=True)) == sorted(
+        (p, o) for p, o, d in records if d is None
+    )
+    assert set(quarantine["reason"]) <= {
+        "invalid_json", "missing_event_id", "missing_user_id", "missing_event_time",
+        "invalid_event_time",
+    }  # fmt: skip
+    windows = table("gold", "user_clicks_5min")
+    assert as_rows(windows, ["window_start", "window_end", "user_id", "clicks"]) == clicks_5min(
+        kept, final_wm
+    )
+    expected_sessions = sessions(kept, timedelta(minutes=30), final_wm)
+    assert len(expected_sessions) >= 10
+    plain = table("gold", "user_sessions")
+    assert as_rows(plain, ["session_start", "session_end", "user_id", "events"]) == {
+        s[:4] for s in expected_sessions
+    }
+    custom = table("gold", "user_sessions_custom")
+    columns = ["session_start", "session_end", "user_id", "events", "pages", "first_page",
+               "last_page"]  # fmt: skip
+    assert as_rows(custom, columns) == expected_sessions

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
-from pyspark.sql import SparkSession
 
+from eventlake.checkpoints import CheckpointLog
 from eventlake.cluster import SparkStandaloneCluster
 from eventlake.cluster.standalone import UI_PORT_CONF, spark_home
 from eventlake.config import PostgresSettings
@@ -26,14 +26,16 @@ from eventlake.generator import CdcConfig, CdcGenerator, send
 from eventlake.generator.clicks import ClicksConfig, ClicksGenerator
 from eventlake.jvm_code import spark_jars
 from eventlake.kafka import produce
-from eventlake.testing import (
-    read_delta,
-    run_available_now,
-    settings_for,
-    unique_name,
-    wait_until,
-)
+from eventlake.storage import Location
+from eventlake.testing import read_delta, unique_name, wait_until
+from eventlake.testing.watermark import EPOCH
 from tests.integration.cli_helpers import cli_command, run_cli, write_config
+from tests.integration.clickstream_expected import (
+    CLICK_FIELDS,
+    assert_clickstream_tables,
+    kept_clicks,
+)
+from tests.integration.event_time_helpers import read_topic
 from tests.integration.test_users_pipeline import assert_matches
 
 pytestmark = pytest.mark.integration
@@ -106,19 +108,6 @@ def run_on_cluster(
     return new["worker-1"].pop()
 
 
-def delta_tables(lake: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """Every Delta table under ``lake`` (by its path there) as sorted rows, read by delta-rs;
-    the quarantine's processing-time column left out."""
-    tables = {}
-    for log in sorted(lake.glob("**/_delta_log")):
-        rows = read_delta(log.parent).to_pylist()
-        tables[log.parent.relative_to(lake).as_posix()] = sorted(
-            (tuple(sorted((k, repr(v)) for k, v in r.items() if k != "quarantined_at"))
-             for r in rows), key=repr,
-        )  # fmt: skip
-    return tables
-
-
 def shuffle_partitions(checkpoint: Path) -> int:
     offsets = (checkpoint / "offsets" / "0").read_text().splitlines()
     return int(json.loads(offsets[1])["conf"]["spark.sql.shuffle.partitions"])
@@ -155,24 +144,23 @@ def test_cluster_status_shows_two_alive_workers(spark_cluster: SparkStandaloneCl
     assert "was created with --workers 2 --cores 1 --memory 1g" in wrong.stderr
 
 
-def test_clickstream_on_the_cluster_equals_the_local_run(
-    spark: SparkSession,
+def test_clickstream_on_the_cluster_equals_the_batch_by_batch_truth(
     spark_cluster: SparkStandaloneCluster,
     executor_python: Path,
     bootstrap: str,
     make_topic: Callable[..., str],
     tmp_path: Path,
 ) -> None:
+    """Every table the cluster's run wrote holds what the independent computation from the
+    topic's records and the run's batches gives (tests/integration/clickstream_expected.py),
+    the watermark of each batch included."""
     topic = make_topic(partitions=2, prefix="clicks-cluster")
     gen = ClicksGenerator(ClicksConfig(
         seed=17, late_fraction=0.05, out_of_order_fraction=0.1, duplicate_fraction=0.05,
         malformed_fraction=0.03,
     ))  # fmt: skip
     send(bootstrap, topic, gen.records(900))
-    params = {"topic": topic, "max_offsets_per_trigger": 300}
-
-    local = settings_for(tmp_path / "local", bootstrap, clickstream=params, examples=True)
-    run_available_now("clickstream", local)
+    params = {"topic": topic, "max_offsets_per_trigger": 200}
     config = cluster_config(tmp_path / "cluster.yaml", bootstrap, tmp_path / "cluster",
                             spark_cluster, executor_python, clickstream=params)  # fmt: skip
     run_on_cluster(spark_cluster, config, "clickstream")
@@ -181,14 +169,16 @@ def test_clickstream_on_the_cluster_equals_the_local_run(
     shipped = list((tmp_path / "cluster" / "scratch").glob("*/code/eventlake-code-*.zip"))
     assert len(shipped) == 1, shipped
 
-    here = delta_tables(tmp_path / "local" / "lake")
-    there = delta_tables(tmp_path / "cluster" / "lake")
+    checkpoints = tmp_path / "cluster" / "checkpoints" / "clickstream"
+    records = read_topic(bootstrap, topic, CLICK_FIELDS, "event_time")
+    kept, final_wm, wms = kept_clicks(records, topic, Location(checkpoints / "clicks"),
+                                      timedelta(minutes=10))  # fmt: skip
+    log = CheckpointLog(checkpoints / "clicks")
+    assert [EPOCH + timedelta(milliseconds=log.watermark_ms(b)) for b in log.planned] == wms
     # transformWithState (a Python processor) and the quarantine among them.
-    assert {"gold/user_sessions_custom", "silver/clicks_quarantine"} <= set(here)
-    assert all(here.values()), {k for k, v in here.items() if not v}
-    assert there == here
+    assert_clickstream_tables(tmp_path / "cluster" / "lake", records, kept, final_wm)
     # One shuffle and state partition per core of the cluster, not Spark's 200.
-    checkpoint = tmp_path / "cluster" / "checkpoints" / "clickstream" / "user_sessions_custom"
+    checkpoint = checkpoints / "user_sessions_custom"
     assert shuffle_partitions(checkpoint) == spark_cluster.status().cores == 2
     assert sorted(p.name for p in (checkpoint / "state" / "0").iterdir() if p.name.isdigit()) == [
         "0",

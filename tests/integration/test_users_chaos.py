@@ -4,7 +4,8 @@ Five kills: four from the crash injector (``eventlake.testing.crash``, loaded wi
 ``--module``), right after one target wrote a batch (so the batch is in some targets and
 not yet in Spark's commit log, the last one after every target), and one at an arbitrary
 moment. Restarted on the same checkpoints each time, the
-tables equal the crash-free result and Kafka has every key.
+tables equal the independent computation from the records (test_users_pipeline's) and
+Kafka has every key.
 """
 
 from __future__ import annotations
