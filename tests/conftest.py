@@ -38,8 +38,9 @@ HEAVY_FIXTURES = ("hdfs", "kafka_cluster", "spark_cluster")
 #: C1 alone gets a 48 MB code cache, which each worker's SparkSession fills with the code
 #: of the hundreds of queries its tests plan: past 90% full the JVM sweeps it without a
 #: pause, and the sweeper thread took 40% of that JVM's CPU (76-80 s of 165-193 s over 40
-#: in-process tests, 390 s). With tiered compilation's 240 MB the same tests took 314 s.
-QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+#: in-process tests, 390 s). With 240 MB the same tests took 314 s; a whole suite left 98
+#: and 162 MB in use in its two sessions, so they get 512 MB (reserved, not committed).
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 
 
 def pytest_configure(config: pytest.Config) -> None:
