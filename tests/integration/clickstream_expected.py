@@ -113,6 +113,12 @@ def assert_clickstream_tables(
 
     silver = table("silver", "clicks")
     assert sorted(silver["event_id"]) == sorted(c.event_id for c in kept)
+    # Each kept click as sent (a duplicate is the same event again, so which copy stays
+    # does not show here).
+    fields = ["event_id", "user_id", "event_type", "page", "event_time"]
+    assert as_rows(silver, fields) == {
+        (c.event_id, c.user_id, c.event_type, c.page, c.event_time) for c in kept
+    }
     quarantine = table("silver", "clicks_quarantine")
     # Each record that is not a valid click, once, by its Kafka coordinates.
     assert sorted(zip(quarantine["partition"], quarantine["offset"], strict=True)) == sorted(
