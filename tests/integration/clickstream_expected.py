@@ -115,8 +115,7 @@ def assert_clickstream_tables(
     assert sorted(silver["event_id"]) == sorted(c.event_id for c in kept)
     # Each kept click as sent (a duplicate is the same event again, so which copy stays
     # does not show here).
-    fields = ["event_id", "user_id", "event_type", "page", "event_time"]
-    assert as_rows(silver, fields) == {
+    assert as_rows(silver, list(CLICK_FIELDS)) == {
         (c.event_id, c.user_id, c.event_type, c.page, c.event_time) for c in kept
     }
     quarantine = table("silver", "clicks_quarantine")
