@@ -66,9 +66,14 @@ CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
 #: Spark keeps 100. Every micro-batch of every flow plans again and asks for the same
 #: generated code; the orders pipeline's seven flows need several hundred classes, so with
 #: 100 each batch compiled most of its code anew (25 Janino compiles a second after five
-#: minutes, 3 with this) and loaded, JIT-compiled and unloaded the classes (35 a second).
-#: A class takes about 26 KB of metaspace: 2,000 are about 52 MB when all are held.
-CODEGEN_CACHE_DEFAULT = "2000"
+#: minutes, 3 with 2,000 entries) and loaded, JIT-compiled and unloaded the classes (35 a
+#: second). What a running pipeline compiles after that is mostly used once: each
+#: stateful operator's eviction predicate carries that batch's watermark as a literal
+#: (about 2 classes a second in the soak's medallion). 500 entries hold every flow's reused
+#: code and drop those within 4 minutes, so their classes unload; 2,000 kept them for 15,
+#: with 2,300 more classes live and 20 MiB more metaspace after 30 minutes, for 5% fewer
+#: compiles and the same batch times (bench/results/soak-log.md, X).
+CODEGEN_CACHE_DEFAULT = "500"
 #: glibc's malloc keeps what native code frees (RocksDB's blocks and memtables, the
 #: compression codecs' buffers, the JIT's arenas) for reuse, and gives little of it back:
 #: in the soak it held 18-63 MB of the JVM's freed memory at any time. HotSpot

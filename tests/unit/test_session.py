@@ -58,7 +58,7 @@ def test_local_defaults() -> None:
     assert conf[HDFS_COMPLETE_DELAY] == "50"
     assert conf[HDFS_COMPLETE_RETRIES] == "8"
     assert conf[PARQUET_VECTORED_IO] == "false"
-    assert conf[CODEGEN_CACHE_ENTRIES] == "2000"
+    assert conf[CODEGEN_CACHE_ENTRIES] == "500"
     assert "spark.jars.packages" not in conf
 
 
@@ -69,7 +69,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
             conf={
                 "spark.sql.session.timeZone": "CET",
                 PARQUET_VECTORED_IO: "true",
-                CODEGEN_CACHE_ENTRIES: "500",
+                CODEGEN_CACHE_ENTRIES: "4000",
             },
         ),
         JARS,
@@ -80,7 +80,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert "spark.driver.host" not in conf
     assert conf[HDFS_COMPLETE_DELAY] == "50"  # a lake on HDFS is used with any master
     assert conf[PARQUET_VECTORED_IO] == "true"
-    assert conf[CODEGEN_CACHE_ENTRIES] == "500"
+    assert conf[CODEGEN_CACHE_ENTRIES] == "4000"
 
 
 def test_the_users_java_options_keep_eventlakes_and_come_after_them() -> None:
