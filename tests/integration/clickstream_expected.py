@@ -116,7 +116,7 @@ def assert_clickstream_tables(
     # Each kept click as sent (a duplicate is the same event again, so which copy stays
     # does not show here).
     assert as_rows(silver, list(CLICK_FIELDS)) == {
-        (c.event_id, c.user_id, c.event_type, c.page, c.event_time) for c in kept
+        tuple(getattr(c, f) for f in CLICK_FIELDS) for c in kept
     }
     quarantine = table("silver", "clicks_quarantine")
     # Each record that is not a valid click, once, by its Kafka coordinates.
