@@ -291,6 +291,27 @@ def jvm_causes(exc: BaseException) -> list[JvmCause]:
     return list(_walk(origin))
 
 
+_INTERRUPTIONS = frozenset({
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+})  # fmt: skip
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether a thread interrupt is behind ``exc`` (in its JVM causes, or those of the
+    Python exceptions it was raised from): what ``StreamingQuery.stop()`` leaves in a
+    query it stops mid-work."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if any(c.cls in _INTERRUPTIONS for c in jvm_causes(link)):
+            return True
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def _walk(throwable: Any) -> Iterator[JvmCause]:
     seen = 0
     while throwable is not None and seen < 20:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventlake.checkpoints import CheckpointLog, write_fingerprint
 from eventlake.context import FlowConfig
-from eventlake.errors import ErrorCode, EventlakeError, Recovery, translate
+from eventlake.errors import ErrorCode, EventlakeError, Recovery, interrupted, translate
 from eventlake.kafka.admin import list_topics
 from eventlake.monitoring import FlowTotals, ProgressListener
 from eventlake.pipelines.api import Pipeline
@@ -191,6 +191,11 @@ class PipelineRunner:
         if failed is None:
             return None
         error = recorded or failed
+        if self._stopping and interrupted(error):
+            # The run's own stop cut it short (a query still initialising, or a batch past
+            # the graceful wait): not a failure; _finish_in_flight completes its batch.
+            log.info("%s: interrupted by the run's stop", name)
+            return None
         totals = self.listener.snapshot().get(name)
         last = totals.last_batch_id if totals else None
         batch = f", after batch {last}" if last is not None else ", in the run's first batch"

@@ -13,6 +13,7 @@ from eventlake.errors import (
     ErrorCode,
     PipelineRuntimeError,
     describe,
+    interrupted,
     jvm_causes,
     translate,
 )
@@ -97,3 +98,29 @@ def test_failed_query_names_the_python_error(spark: SparkSession, tmp_path: Path
     assert err.code == ErrorCode.QUERY_FAILED
     assert err.spark_condition == "STREAM_FAILED"
     assert "ValueError: bad value" in err.what
+
+
+def test_an_interrupt_is_found_under_the_jvm_and_python_wrappers(spark: SparkSession) -> None:
+    """What ``StreamingQuery.stop()`` leaves in a query it cuts short: the run's stop
+    ignores it, any other failure stays a failure."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+
+    def failed_future(throwable: object) -> BaseException:
+        future = jvm.java.util.concurrent.CompletableFuture()
+        future.completeExceptionally(throwable)
+        try:
+            future.get()  # ExecutionException, caused by the throwable
+        except Exception as exc:
+            return exc
+        raise AssertionError("the future did not fail")
+
+    stop = failed_future(jvm.java.lang.InterruptedException("sleep interrupted"))
+    with pytest.raises(RuntimeError) as wrapped:
+        raise RuntimeError("batch function failed") from stop
+    assert interrupted(wrapped.value)
+    assert interrupted(stop)
+    assert "java.lang.InterruptedException" in [c.cls for c in jvm_causes(stop)]
+    other = failed_future(jvm.java.lang.IllegalStateException("not an interrupt"))
+    assert not interrupted(other)
+    assert not interrupted(RuntimeError("plain"))
