@@ -992,7 +992,7 @@ def main() -> None:
     )
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="spark.conf of every phase (repeatable)")  # fmt: skip
-    parser.add_argument("--allocator", choices=("system", "jemalloc", "tcmalloc"), default="system",
+    parser.add_argument("--allocator", choices=("system", "jemalloc"), default="system",
                         help="the driver JVM's spark.allocator in every phase")  # fmt: skip
     parser.add_argument(
         "--no-native-tracking",

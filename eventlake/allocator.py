@@ -6,44 +6,26 @@ what the JVM frees resident: the soak's JVM grew on glibc, while on jemalloc wha
 through malloc stayed flat. ``jemalloc`` starts the driver JVM (and so the Python workers it
 starts) with jemalloc preloaded (``LD_PRELOAD``), which hands freed pages back on its own,
 as Flink's images do for their JVMs; the driver's own Python process keeps the C library's.
-``tcmalloc`` preloads gperftools' tcmalloc the same way. The library is the system's
-(:data:`LIBRARIES`).
+The library is the system's: Debian and Ubuntu's ``libjemalloc2``, Fedora and RHEL's
+``jemalloc``.
 """
 
 from __future__ import annotations
 
 import ctypes.util
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from eventlake.errors import ErrorCode, EventlakeError
 
 SYSTEM = "system"
-
-
-class Library(NamedTuple):
-    """Where an allocator comes from: the name the dynamic linker finds it by, and the
-    packages that install it."""
-
-    name: str
-    debian: str
-    fedora: str
-
-
-#: The allocators ``spark.allocator`` can preload, by name.
-LIBRARIES = {
-    "jemalloc": Library("jemalloc", "libjemalloc2", "jemalloc"),
-    "tcmalloc": Library("tcmalloc_minimal", "libtcmalloc-minimal4", "gperftools-libs"),
-}
-
-#: With jemalloc preloaded, JDK 17 stopped at its start when it tracked its native memory
-#: (this option) and mapped a class-data archive too: no archive then, for any preload.
+#: With jemalloc preloaded, JDK 17 stops at its start when it tracks its native memory
+#: (this option) and maps a class-data archive too.
 NATIVE_MEMORY_TRACKING = "-XX:NativeMemoryTracking="
 
 
-def library(allocator: str) -> str | None:
-    """The file the dynamic linker finds ``allocator`` by (``libjemalloc.so.2``), or None."""
-    return ctypes.util.find_library(LIBRARIES[allocator].name)
+def jemalloc_library() -> str | None:
+    """The name the dynamic linker finds jemalloc by (``libjemalloc.so.2``), or None."""
+    return ctypes.util.find_library("jemalloc")
 
 
 def preload(allocator: str, environ: Mapping[str, str]) -> str | None:
@@ -53,16 +35,13 @@ def preload(allocator: str, environ: Mapping[str, str]) -> str | None:
     Raises EL-JAVA-002 when the allocator's library is not installed."""
     if allocator == SYSTEM:
         return None
-    found = library(allocator)
-    if found is None:
-        packages = LIBRARIES[allocator]
+    library = jemalloc_library()
+    if library is None:
         raise EventlakeError(
             ErrorCode.ALLOCATOR_MISSING,
-            f"spark.allocator is {allocator}, but the dynamic linker finds no "
-            f"lib{packages.name} (Debian and Ubuntu package {packages.debian}, Fedora and "
-            f"RHEL {packages.fedora}).",
+            f"spark.allocator is {allocator}, but the dynamic linker finds no libjemalloc.",
         )
-    return f"{found} {environ.get('LD_PRELOAD', '')}".strip()
+    return f"{library} {environ.get('LD_PRELOAD', '')}".strip()
 
 
 def archive_compatible(allocator: str, java_options: str) -> bool:

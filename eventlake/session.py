@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eventlake.allocator import LIBRARIES, SYSTEM, archive_compatible, library, preload
+from eventlake.allocator import SYSTEM, archive_compatible, preload
 from eventlake.class_archive import archive_options, java_binary
 from eventlake.cluster.code import ship_code
 from eventlake.cluster.standalone import (
@@ -586,9 +586,8 @@ def get_spark(
             elif allocator != SYSTEM:
                 logger.warning(
                     "spark.allocator %s does not apply under spark-submit, whose JVM runs "
-                    "already: give spark-submit LD_PRELOAD=%s",
+                    "already: give spark-submit LD_PRELOAD=libjemalloc.so.2",
                     allocator,
-                    library(allocator) or f"lib{LIBRARIES[allocator].name}.so",
                 )
         except EventlakeError:
             raise

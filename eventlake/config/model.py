@@ -120,9 +120,9 @@ class SparkSettings(_Section):
     #: (short pauses), for a run that lasts; ``g1`` or ``parallel`` for every run. A
     #: collector named in ``spark.driver.extraJavaOptions`` wins.
     gc: Literal["auto", "g1", "parallel"] = "auto"
-    #: The driver JVM's C allocator: ``system`` (the C library's malloc), ``jemalloc`` or
-    #: ``tcmalloc`` (preloaded from the system's library; EL-JAVA-002 when not installed).
-    allocator: Literal["system", "jemalloc", "tcmalloc"] = "system"
+    #: The driver JVM's C allocator: ``system`` (the C library's malloc) or ``jemalloc``
+    #: (preloaded from the system's libjemalloc; EL-JAVA-002 when it is not installed).
+    allocator: Literal["system", "jemalloc"] = "system"
     #: Where each eventlake process keeps a folder of Spark's local files (under a local
     #: master) and its JVM's temporary files, instead of /tmp; default ``scratch`` beside
     #: the logs. A start removes the folders of processes gone.

@@ -1,7 +1,7 @@
-"""The driver JVM on jemalloc or tcmalloc (``spark.allocator``): preloaded into the JVM, not
+"""The driver JVM on jemalloc (``spark.allocator: jemalloc``): preloaded into the JVM, not
 the driver's Python process, a pipeline's rows written as on the system's malloc, and the
-JVM starting with its native memory tracked too (JDK 17 stopped at its start with jemalloc,
-both and a class-data archive)."""
+JVM starting with its native memory tracked too (JDK 17 stops at its start with both and a
+class-data archive)."""
 
 from __future__ import annotations
 
@@ -31,18 +31,12 @@ print(json.dumps({
 """
 
 
-@pytest.mark.parametrize(
-    ("allocator", "file"),
-    [("jemalloc", "libjemalloc.so"), ("tcmalloc", "libtcmalloc_minimal.so")],
-)
-def test_the_allocator_is_the_driver_jvms_not_the_drivers_python(
-    tmp_path: Path, allocator: str, file: str
-) -> None:
+def test_jemalloc_is_the_driver_jvms_allocator_not_the_drivers_python(tmp_path: Path) -> None:
     conf = {"spark.driver.extraJavaOptions": "-XX:NativeMemoryTracking=summary"}
-    spark = {"master": "local[1]", "allocator": allocator, "conf": conf}
+    spark = {"master": "local[1]", "allocator": "jemalloc", "conf": conf}
     seen = run_copy(tmp_path, spark, "available-now", MAPPED, ["r-1", "r-2"])
-    assert file in seen["jvm_maps"]
-    assert file not in seen["own_maps"]  # the Python driver keeps glibc's
+    assert "libjemalloc.so" in seen["jvm_maps"]
+    assert "libjemalloc.so" not in seen["own_maps"]  # the Python driver keeps glibc's
     assert seen["ld_preload"] is None  # nor do the processes it starts after the JVM
     assert seen["tracking"] == "summary"
 
