@@ -37,6 +37,7 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -87,6 +88,12 @@ STATE_MEMORY_MB = 32
 #: read with ``jcmd PID VM.native_memory summary``. Memory native libraries allocate
 #: themselves (RocksDB's memtables and caches) is not among them.
 NMT_OPTION = "-XX:NativeMemoryTracking=summary"
+#: The driver JVM logs each safepoint (its GC pauses among them) to this file in the phase's
+#: folder: a pause of the whole JVM is one long safepoint, a stall of the machine is not.
+SAFEPOINT_LOG = "jvm-safepoints.log"
+_SAFEPOINT = re.compile(r'^\[([^\]]+)\]\[[^\]]+\] Safepoint "([^"]+)".*Total: (\d+) ns')
+#: A wake-up of :class:`StallWatch` this much later than asked is a stall of the driver.
+STALL_SECONDS = 1.0
 NMT_LINE = re.compile(r"^-\s+(.+?) \(reserved=\d+KB, committed=(\d+)KB\)")
 NMT_TOTAL = re.compile(r"^Total: reserved=\d+KB, committed=(\d+)KB")
 
@@ -444,7 +451,7 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
         "project": {"examples": True},
         "maintenance": {"enabled": maintenance},
         "postgres": {"port": pg_port, "password": os.environ[PG_PASSWORD_ENV]},
-        "spark": {"conf": _spark_conf(), "allocator": _chosen_allocator()},
+        "spark": {"conf": _spark_conf(root), "allocator": _chosen_allocator()},
         "pipelines": {
             "orders": {"topic": f"soak-{phase}-orders",
                        "high_value_topic": f"soak-{phase}-high-value"},
@@ -471,14 +478,84 @@ def _native_tracking() -> bool:
     return os.environ.get(NATIVE_TRACKING_ENV) != "0"
 
 
-def _spark_conf() -> dict[str, str]:
+def _spark_conf(root: Path) -> dict[str, str]:
     """:func:`_chosen_conf`, with the driver JVM tracking its memory by category (unless
-    ``--no-native-tracking``)."""
+    ``--no-native-tracking``) and logging its safepoints to ``root``/:data:`SAFEPOINT_LOG`."""
     conf = _chosen_conf()
-    if _native_tracking():
-        key = "spark.driver.extraJavaOptions"
-        conf[key] = f"{NMT_OPTION} {conf.get(key, '')}".strip()
+    key = "spark.driver.extraJavaOptions"
+    tracking = NMT_OPTION if _native_tracking() else ""
+    conf[key] = f"{tracking} {safepoint_option(root / SAFEPOINT_LOG)} {conf.get(key, '')}".strip()
     return conf
+
+
+def safepoint_option(log: Path) -> str:
+    """The JVM option that logs every safepoint to ``log``, each line with its UTC time."""
+    return f"-Xlog:safepoint:file={log}:utctime,uptime"
+
+
+def safepoints(log: Path, since: float, until: float, top: int = 5) -> dict[str, Any]:
+    """The driver JVM's safepoints that began in the sampled minutes, ``since`` to
+    ``until`` (epoch seconds), from ``log`` and the files the JVM rotated it into: how
+    many, their seconds in total, and the ``top`` longest with the minute each began in."""
+    from datetime import datetime
+
+    found: list[dict[str, Any]] = []
+    for path in sorted(log.parent.glob(f"{log.name}*")):
+        for line in path.read_text(errors="replace").splitlines():
+            if (m := _SAFEPOINT.match(line)) is None:
+                continue
+            seconds = int(m.group(3)) / 1e9
+            began = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() - seconds
+            if since <= began < until:
+                found.append({"at": round(began, 3), "minute": _minute_of(began, since) + 1,
+                              "operation": m.group(2), "seconds": round(seconds, 4)})  # fmt: skip
+    longest = sorted(found, key=lambda f: -f["seconds"])[:top]
+    return {"count": len(found), "seconds": round(sum(f["seconds"] for f in found), 4),
+            "longest": longest}  # fmt: skip
+
+
+class StallWatch(threading.Thread):
+    """Wakes every quarter second and records each wake-up at least :data:`STALL_SECONDS`
+    late: the driver's Python held up, by the machine or its own interpreter, which a JVM
+    pause alone does not do."""
+
+    def __init__(self, since: float) -> None:
+        super().__init__(name="soak-stall-watch", daemon=True)
+        self.since = since
+        self.done = threading.Event()
+        self.stalls: list[dict[str, Any]] = []
+
+    def run(self) -> None:
+        while True:
+            asked = time.monotonic()
+            if self.done.wait(0.25):
+                return
+            late = time.monotonic() - asked - 0.25
+            if late >= STALL_SECONDS:
+                at = time.time() - late
+                self.stalls.append({"at": round(at, 3), "minute": _minute_of(at, self.since) + 1,
+                                    "seconds": round(late, 3)})  # fmt: skip
+
+
+def pauses(phase: dict[str, Any]) -> list[str]:
+    """soak.md's lines on the driver JVM's safepoints and the driver's stalls, where the
+    phase recorded them."""
+    if (points := phase.get("safepoints")) is None:
+        return []
+    longest = ", ".join(f"{p['seconds']:.3f} s ({p['operation']}, minute {p['minute']})"
+                        for p in points["longest"])  # fmt: skip
+    stalls = phase.get("driver_stalls") or []
+    late = ", ".join(f"{s['seconds']:.1f} s (minute {s['minute']})" for s in stalls[:5])
+    return [
+        f"\nThe driver JVM's safepoints (its GC pauses among them): {points['count']:,}, "
+        f"{points['seconds']:.1f} s in all; the longest {longest or '-'}.",
+        (
+            f"\nThe driver's Python woke {STALL_SECONDS:.0f} s or more late {len(stalls)} "
+            f"times: {late}."
+            if stalls
+            else f"\nThe driver's Python never woke {STALL_SECONDS:.0f} s or more late."
+        ),
+    ]
 
 
 def _minute_of(at: float, since: float) -> int:
@@ -577,6 +654,8 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
                       root / "samples.jsonl")  # fmt: skip
     listeners[0].observers.append(sampler.observe)  # each listener sees every query
     sampler.start()
+    watch = StallWatch(since)
+    watch.start()
 
     def order_at(i: int, wall: float) -> tuple[str, str]:
         return order_record(i, EVENT_START + timedelta(seconds=(wall - w0) * SPEED))
@@ -596,6 +675,8 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
         p.join()
     sampler.done.set()
     sampler.join()
+    watch.done.set()
+    watch.join()
     trim = trimmed(sampler.jvm_pid)
     found = spark._jsc.sc().getAllPools()  # under FAIR, a pool per query; FIFO has none
     pools = sorted(str(found.apply(i).name()) for i in range(found.size()))
@@ -611,7 +692,9 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
     return {"maintenance": maintenance, "minutes": minutes, "orders_per_second": rate,
             "changes_per_second": cdc_rate, "samples": sampler.samples(), "latency": latency,
             "batches": flows, "scheduler_pools": pools, "trimmed_at_end": trim,
-            "compactions": compactions(settings.lake.root.path)}  # fmt: skip
+            "compactions": compactions(settings.lake.root.path),
+            "safepoints": safepoints(root / SAFEPOINT_LOG, since, until),
+            "driver_stalls": watch.stalls}  # fmt: skip
 
 
 def _phase_medians(batches: list[dict[str, int]]) -> dict[str, float]:
@@ -863,6 +946,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         str(args.cdc_rate), title=f"maintenance {name}", show_stderr=True,
                     )  # fmt: skip
                     (logs / f"soak-{name}.json").write_text(json.dumps(r, indent=1) + "\n")
+                    for log in (root / name).glob(f"{SAFEPOINT_LOG}*"):  # the JVM's rotations
+                        shutil.copy(log, logs / f"soak-{name}-{log.name}")
                     if "error" not in r:
                         r["summary"] = summary(r)
                     results["phases"][name] = r
@@ -959,6 +1044,7 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{t.get('jvm_freed_bytes', 0) / 2**20:.1f} of "
                 f"{t.get('jvm_rss_bytes', 0) / 2**20:.1f} MiB."
             )
+        lines.extend(pauses(phase))
         for hop, label in (("silver", "produce -> silver/orders"),
                            ("gold", "closed hour -> gold/revenue_hourly")):  # fmt: skip
             per = phase["latency"][hop]
@@ -1026,10 +1112,12 @@ def _report(results: dict[str, Any]) -> None:
     """soak.json, the figures (in the bench venv) and soak.md."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "soak.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    plotted = subprocess.run([str(BENCH_PYTHON), "-m", "bench.plot_soak",
-                              str(RESULTS / "soak.json"), str(RESULTS)],
-                             cwd=RESULTS.parents[1], check=False)  # fmt: skip
-    if plotted.returncode != 0:
+    if not BENCH_PYTHON.exists():
+        print(f"[soak] no plots: {BENCH_PYTHON} is missing (`make soak` installs it)",
+              file=sys.stderr)  # fmt: skip
+    elif subprocess.run([str(BENCH_PYTHON), "-m", "bench.plot_soak",
+                         str(RESULTS / "soak.json"), str(RESULTS)],
+                        cwd=RESULTS.parents[1], check=False).returncode != 0:  # fmt: skip
         print("[soak] the plots failed (see above)", file=sys.stderr)
     (RESULTS / "soak.md").write_text(markdown(results))
     print((RESULTS / "soak.md").read_text())
