@@ -47,7 +47,7 @@ import time
 import tracemalloc
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from bench.latency import paced, percentiles, rows_by_version
 from bench.medallion import EVENT_START, SPEED, WINDOW_DELAY, epoch, order_record
 from bench.run import BENCH_PYTHON, RESULTS, machine
 from bench.state_growth import STATE_MEMORY_CONF, measure_state_growth, state_bytes
+from eventlake.session import DRIVER_JAVA_OPTIONS
 from eventlake.testing import resident_bytes
 
 MINUTES = 30
@@ -482,7 +483,7 @@ def _spark_conf(root: Path) -> dict[str, str]:
     """:func:`_chosen_conf`, with the driver JVM tracking its memory by category (unless
     ``--no-native-tracking``) and logging its safepoints to ``root``/:data:`SAFEPOINT_LOG`."""
     conf = _chosen_conf()
-    key = "spark.driver.extraJavaOptions"
+    key = DRIVER_JAVA_OPTIONS
     tracking = NMT_OPTION if _native_tracking() else ""
     conf[key] = f"{tracking} {safepoint_option(root / SAFEPOINT_LOG)} {conf.get(key, '')}".strip()
     return conf
@@ -497,8 +498,6 @@ def safepoints(log: Path, since: float, until: float, top: int = 5) -> dict[str,
     """The driver JVM's safepoints that began in the sampled minutes, ``since`` to
     ``until`` (epoch seconds), from ``log`` and the files the JVM rotated it into: how
     many, their seconds in total, and the ``top`` longest with the minute each began in."""
-    from datetime import datetime
-
     found: list[dict[str, Any]] = []
     for path in sorted(log.parent.glob(f"{log.name}*")):
         for line in path.read_text(errors="replace").splitlines():
