@@ -1,8 +1,10 @@
 """The driver JVM's collector follows the run: Parallel (throughput) for a run whose flows
-all end, G1 (short pauses) for one that lasts; a collector the user names wins."""
+all end, G1 (short pauses) for one that lasts; a collector the user names wins. Under G1
+with a local master, tasks' memory pages stay below G1's humongous size."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +21,9 @@ pytestmark = pytest.mark.integration
 COLLECTORS = """
 beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
 print(json.dumps(sorted(b.getName() for b in beans)))
+Path(sys.argv[1], "pages.json").write_text(
+    json.dumps(jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes())
+)
 """
 
 
@@ -30,6 +35,9 @@ def _collectors(tmp_path: Path, trigger: str, conf: dict[str, str]) -> list[str]
 
 def test_a_run_whose_flows_end_collects_with_parallel(tmp_path: Path) -> None:
     assert _collectors(tmp_path, "available-now", {}) == ["PS MarkSweep", "PS Scavenge"]
+    # Spark's own page size there (the execution pool / cores / 16, at least 1 MiB).
+    pages = json.loads((tmp_path / "pages.json").read_text())
+    assert pages >= 1024 * 1024
 
 
 def test_a_collector_the_user_names_wins(tmp_path: Path) -> None:
@@ -44,3 +52,17 @@ def test_a_session_for_a_run_that_lasts_collects_with_g1(spark: SparkSession) ->
     beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = sorted(b.getName() for b in beans)
     assert "G1 Young Generation" in names
+
+
+def test_a_lasting_local_session_keeps_task_pages_below_g1s_humongous_size(
+    spark: SparkSession,
+) -> None:
+    jvm = spark._jvm
+    assert jvm is not None
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    )
+    region = int(bean.getVMOption("G1HeapRegionSize").getValue())
+    pages = jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes()
+    # An object of half a region or more is humongous: allocated in the old generation.
+    assert 0 < pages < region // 2

@@ -287,3 +287,27 @@ def test_the_collector_follows_the_run_unless_the_user_names_one() -> None:
     assert gc_option("auto", finite=True, java_options="-XX:-UseCompressedOops") == (
         "-XX:+UseParallelGC"
     )
+
+
+def test_task_pages_are_a_quarter_of_g1s_region_under_a_local_master() -> None:
+    from eventlake.session import DRIVER_JAVA_OPTIONS, PAGE_SIZE, task_page_size
+
+    local = {"spark.master": "local[2]"}
+    # HotSpot's region: heap / 2048 rounded down to a power of two, 1 to 32 MiB.
+    assert task_page_size(local) == "256k"  # Spark's 1 GiB driver: 1 MiB regions
+    assert task_page_size({**local, "spark.driver.memory": "4g"}) == "512k"
+    assert task_page_size({**local, "spark.driver.memory": "16384"}) == "2048k"  # MiB
+    assert task_page_size({**local, "spark.driver.memory": "64g"}) == "8192k"  # 32 MiB
+    # Past 32 MiB regions, 8,192 pages of 8 MiB no longer reach a task's share.
+    assert task_page_size({**local, "spark.driver.memory": "200g"}) is None
+    region = {DRIVER_JAVA_OPTIONS: "-Xss4m -XX:G1HeapRegionSize=8m"}
+    assert task_page_size({**local, **region}) == "2048k"
+    # 3.9 GiB still has 1 MiB regions: 8,192 pages of 256 KiB (2 GiB) would not reach the
+    # 2.16 GiB a task may take, so Spark's own size stays.
+    assert task_page_size({**local, "spark.driver.memory": "3900m"}) is None
+    # The user's size, another collector, a cluster's executors: Spark's or theirs.
+    assert task_page_size({**local, PAGE_SIZE: "1m"}) is None
+    assert task_page_size({**local, DRIVER_JAVA_OPTIONS: "-XX:+UseParallelGC"}) is None
+    assert task_page_size({**local, DRIVER_JAVA_OPTIONS: "-XX:+UseG1GC"}) == "256k"
+    assert task_page_size({"spark.master": "spark://127.0.0.1:7077"}) is None
+    assert task_page_size({**local, "spark.driver.memory": "lots"}) is None
