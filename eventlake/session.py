@@ -269,8 +269,8 @@ PAGE_SIZE = "spark.buffer.pageSize"
 #: A task can hold this many pages at a time (``TaskMemoryManager.PAGE_TABLE_SIZE``).
 _TASK_PAGES = 8192
 _RESERVED_MIB = 300
-_MEMORY_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
-_REGION_OPTION = re.compile(r"-XX:G1HeapRegionSize=(\d+)([kmgt]?)\b", re.IGNORECASE)
+_MEMORY_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?b?)\s*$", re.IGNORECASE)
+_REGION_OPTION = re.compile(r"-XX:G1HeapRegionSize=(\d+[kmgt]?)\b", re.IGNORECASE)
 
 
 def _mib(text: str, unit: str = "m") -> float:
@@ -278,7 +278,8 @@ def _mib(text: str, unit: str = "m") -> float:
     match = _MEMORY_SIZE.match(text)
     if match is None:
         raise ValueError(f"not a memory size: {text!r}")
-    power = "bkmgt".index((match.group(2) or unit).lower()) - 2
+    suffix = match.group(2).lower()
+    power = "bkmgt".index(suffix[0] if suffix else unit) - 2
     return int(match.group(1)) * 1024.0**power
 
 
@@ -308,8 +309,7 @@ def task_page_size(conf: dict[str, str]) -> str | None:
         return None
     region_option = _REGION_OPTION.findall(options)
     if region_option:
-        number, unit = region_option[-1]
-        region = _mib(number + unit, unit="b")
+        region = _mib(region_option[-1], unit="b")
     else:
         # HotSpot's choice: heap / 2048 rounded down to a power of two, 1 to 32 MiB.
         region = min(32.0, max(1.0, 2.0 ** math.floor(math.log2(heap / 2048))))

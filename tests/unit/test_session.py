@@ -297,6 +297,9 @@ def test_task_pages_are_a_quarter_of_g1s_region_under_a_local_master() -> None:
     assert task_page_size(local) == "256k"  # Spark's 1 GiB driver: 1 MiB regions
     assert task_page_size({**local, "spark.driver.memory": "4g"}) == "512k"
     assert task_page_size({**local, "spark.driver.memory": "16384"}) == "2048k"  # MiB
+    assert task_page_size({**local, "spark.driver.memory": "4gb"}) == "512k"
+    # Bytes are bytes, as Spark reads them: 2 GiB.
+    assert task_page_size({**local, "spark.driver.memory": "2147483648b"}) == "256k"
     assert task_page_size({**local, "spark.driver.memory": "64g"}) == "8192k"  # 32 MiB
     # Past 32 MiB regions, 8,192 pages of 8 MiB no longer reach a task's share.
     assert task_page_size({**local, "spark.driver.memory": "200g"}) is None
