@@ -263,6 +263,30 @@ def gc_option(choice: str, finite: bool, java_options: str = "") -> str | None:
     return "-XX:+UseG1GC" if choice == "g1" else None
 
 
+def _on_g1(java_options: str) -> bool:
+    """Whether a JVM started with ``java_options`` collects with G1: the last collector
+    they name, or none (the JVM's default)."""
+    collectors = _GC_OPTION.findall(java_options)
+    return not collectors or collectors[-1] == "-XX:+UseG1GC"
+
+
+#: An option that decides what ``System.gc()`` does.
+_EXPLICIT_GC = re.compile(r"-XX:[+-](?:DisableExplicitGC|ExplicitGCInvokesConcurrent)\b")
+
+
+def explicit_gc_option(java_options: str) -> str | None:
+    """The driver JVM's option that makes ``System.gc()`` a concurrent cycle under G1, or
+    None under another collector or when ``java_options`` decide already.
+
+    Spark's ContextCleaner calls ``System.gc()`` every ``spark.cleaner.periodicGC.interval``
+    (30 minutes) so that weak references to dropped RDDs, shuffles and broadcasts are
+    cleared; on G1 that is a full, stop-the-world collection (0.57 s in the soak, every
+    flow waiting; bench/results/soak-log.md, AG). A concurrent cycle clears them too."""
+    if not _on_g1(java_options) or _EXPLICIT_GC.search(java_options):
+        return None
+    return "-XX:+ExplicitGCInvokesConcurrent"
+
+
 #: Spark's size of a task's memory page (its default: the execution pool / cores / 16, up to
 #: 64 MiB).
 PAGE_SIZE = "spark.buffer.pageSize"
@@ -295,11 +319,10 @@ def task_page_size(conf: dict[str, str]) -> str | None:
     the soak; 256 KiB pages took a fifth off its CPU and 2.5% off the batches
     (bench/results/soak-log.md, AF)."""
     options = conf.get(DRIVER_JAVA_OPTIONS, "")
-    collectors = _GC_OPTION.findall(options)
     if (
         not conf.get("spark.master", "").startswith("local")
         or PAGE_SIZE in conf
-        or (collectors and collectors[-1] != "-XX:+UseG1GC")
+        or not _on_g1(options)
     ):
         return None
     try:
@@ -604,7 +627,8 @@ def get_spark(
     ``java_options`` replaces that choice. It trims its C heap every
     ``spark.native_trim_seconds`` where its Java can, and collects garbage with
     ``spark.gc``'s collector (:func:`gc_option`; ``finite``: the session is for a run whose
-    flows all end). These come before ``spark.conf``'s own
+    flows all end), on G1 with ``System.gc()`` a concurrent cycle
+    (:func:`explicit_gc_option`). These come before ``spark.conf``'s own
     ``spark.driver.extraJavaOptions``, which win on a conflict. It allocates native memory
     with ``spark.allocator`` (:mod:`eventlake.allocator`)."""
     from pyspark import SparkContext
@@ -635,8 +659,10 @@ def get_spark(
                 ):
                     java_options = archive_options(jars)
                 trim = native_trim_option(settings.spark.native_trim_seconds)
-                gc = gc_option(settings.spark.gc, finite, conf.get(DRIVER_JAVA_OPTIONS, ""))
-                java_options = " ".join(o for o in (java_options, trim, gc) if o)
+                user_options = conf.get(DRIVER_JAVA_OPTIONS, "")
+                gc = gc_option(settings.spark.gc, finite, user_options)
+                explicit = explicit_gc_option(f"{gc or ''} {user_options}")
+                java_options = " ".join(o for o in (java_options, trim, gc, explicit) if o)
                 if java_options:
                     key = DRIVER_JAVA_OPTIONS
                     conf[key] = f"{java_options} {conf.get(key, '')}".strip()

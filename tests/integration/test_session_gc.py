@@ -1,15 +1,18 @@
 """The driver JVM's collector follows the run: Parallel (throughput) for a run whose flows
 all end, G1 (short pauses) for one that lasts; a collector the user names wins. Under G1
-with a local master, tasks' memory pages stay below G1's humongous size."""
+with a local master, tasks' memory pages stay below G1's humongous size; ``System.gc()``
+(Spark's periodic clean-up) is a concurrent cycle there, not a full collection."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from eventlake.testing import wait_until
 from tests.integration.own_process_run import run_copy
 
 if TYPE_CHECKING:
@@ -66,3 +69,26 @@ def test_a_lasting_local_session_keeps_task_pages_below_g1s_humongous_size(
     pages = jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes()
     # An object of half a region or more is humongous: allocated in the old generation.
     assert 0 < pages < region // 2
+
+
+def test_system_gc_in_a_lasting_session_clears_weak_references_without_a_full_collection(
+    spark: SparkSession,
+) -> None:
+    # What Spark's ContextCleaner needs of its periodic System.gc(): the weak references to
+    # what the driver dropped are cleared. On G1 a full collection is counted by its
+    # "G1 Old Generation" bean; a concurrent cycle is not.
+    jvm = spark._jvm
+    assert jvm is not None
+    beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    full = next(b for b in beans if b.getName() == "G1 Old Generation")
+    weak = jvm.java.util.WeakHashMap()
+    weak.put(f"key-{time.time_ns()}", 1)  # a String made in the JVM, held only by the map
+    assert weak.size() == 1
+    before = full.getCollectionCount()
+
+    def collected() -> bool:
+        jvm.java.lang.System.gc()
+        return bool(weak.size() == 0)
+
+    wait_until(collected, what="a weakly held key collected by System.gc()")
+    assert full.getCollectionCount() == before

@@ -289,6 +289,19 @@ def test_the_collector_follows_the_run_unless_the_user_names_one() -> None:
     )
 
 
+def test_system_gc_is_a_concurrent_cycle_on_g1_unless_the_user_decides() -> None:
+    from eventlake.session import explicit_gc_option
+
+    concurrent = "-XX:+ExplicitGCInvokesConcurrent"
+    assert explicit_gc_option("") == concurrent  # the JVM's default collector: G1
+    assert explicit_gc_option("-XX:+UseG1GC -Xss4m") == concurrent
+    assert explicit_gc_option("-XX:+UseParallelGC") is None
+    assert explicit_gc_option("-XX:+UseParallelGC -XX:+UseG1GC") == concurrent  # last wins
+    assert explicit_gc_option("-XX:+UseZGC") is None
+    assert explicit_gc_option("-XX:+DisableExplicitGC") is None
+    assert explicit_gc_option("-XX:-ExplicitGCInvokesConcurrent") is None
+
+
 def test_task_pages_are_a_quarter_of_g1s_region_under_a_local_master() -> None:
     from eventlake.session import DRIVER_JAVA_OPTIONS, PAGE_SIZE, task_page_size
 
