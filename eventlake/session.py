@@ -664,8 +664,7 @@ def get_spark(
                 explicit = explicit_gc_option(f"{gc or ''} {user_options}")
                 java_options = " ".join(o for o in (java_options, trim, gc, explicit) if o)
                 if java_options:
-                    key = DRIVER_JAVA_OPTIONS
-                    conf[key] = f"{java_options} {conf.get(key, '')}".strip()
+                    conf[DRIVER_JAVA_OPTIONS] = f"{java_options} {user_options}".strip()
                 page = task_page_size(conf)
                 if page is not None:
                     conf[PAGE_SIZE] = page
