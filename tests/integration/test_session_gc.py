@@ -1,14 +1,15 @@
 """The driver JVM's collector follows the run: Parallel (throughput) for a run whose flows
 all end, G1 (short pauses) for one that lasts; a collector the user names wins. Under G1
 with a local master, tasks' memory pages stay below G1's humongous size; ``System.gc()``
-(Spark's periodic clean-up) is a concurrent cycle there, not a full collection."""
+(Spark's periodic clean-up) is a concurrent cycle there, not a full collection, and G1
+marks the old generation at a fixed share of the heap."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -34,6 +35,15 @@ def _collectors(tmp_path: Path, trigger: str, conf: dict[str, str]) -> list[str]
     spark = {"master": "local[1]", "conf": conf}
     names: list[str] = run_copy(tmp_path, spark, trigger, COLLECTORS, ["r-1"])
     return names
+
+
+def _diagnostics(spark: SparkSession) -> Any:
+    """The session's JVM's HotSpotDiagnosticMXBean (its options as the JVM runs them)."""
+    jvm = spark._jvm
+    assert jvm is not None
+    return jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    )
 
 
 def test_a_run_whose_flows_end_collects_with_parallel(tmp_path: Path) -> None:
@@ -62,10 +72,7 @@ def test_a_lasting_local_session_keeps_task_pages_below_g1s_humongous_size(
 ) -> None:
     jvm = spark._jvm
     assert jvm is not None
-    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
-        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
-    )
-    region = int(bean.getVMOption("G1HeapRegionSize").getValue())
+    region = int(_diagnostics(spark).getVMOption("G1HeapRegionSize").getValue())
     pages = jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes()
     # An object of half a region or more is humongous: allocated in the old generation.
     assert 0 < pages < region // 2
@@ -92,3 +99,13 @@ def test_system_gc_in_a_lasting_session_clears_weak_references_without_a_full_co
 
     wait_until(collected, what="a weakly held key collected by System.gc()")
     assert full.getCollectionCount() == before
+
+
+def test_a_lasting_session_marks_the_old_generation_at_a_fixed_share_of_the_heap(
+    spark: SparkSession,
+) -> None:
+    bean = _diagnostics(spark)
+    adaptive = bean.getVMOption("G1UseAdaptiveIHOP")
+    assert adaptive.getValue() == "false"
+    assert str(adaptive.getOrigin()) == "VM_CREATION"  # given on the JVM's command line
+    assert int(bean.getVMOption("InitiatingHeapOccupancyPercent").getValue()) == 45

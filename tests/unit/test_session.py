@@ -302,6 +302,18 @@ def test_system_gc_is_a_concurrent_cycle_on_g1_unless_the_user_decides() -> None
     assert explicit_gc_option("-XX:-ExplicitGCInvokesConcurrent") is None
 
 
+def test_g1_marks_at_a_fixed_threshold_unless_the_user_decides() -> None:
+    from eventlake.session import ihop_option
+
+    fixed = "-XX:-G1UseAdaptiveIHOP"
+    assert ihop_option("") == fixed  # the JVM's default collector: G1
+    assert ihop_option("-XX:+UseParallelGC -XX:+UseG1GC") == fixed  # last wins
+    assert ihop_option("-XX:+UseParallelGC") is None
+    assert ihop_option("-XX:+UseZGC") is None
+    assert ihop_option("-XX:+G1UseAdaptiveIHOP") is None
+    assert ihop_option("-Xss4m -XX:InitiatingHeapOccupancyPercent=30") is None
+
+
 def test_task_pages_are_a_quarter_of_g1s_region_under_a_local_master() -> None:
     from eventlake.session import DRIVER_JAVA_OPTIONS, PAGE_SIZE, task_page_size
 
