@@ -681,8 +681,8 @@ def get_spark(
                 trim = native_trim_option(settings.spark.native_trim_seconds)
                 user_options = conf.get(DRIVER_JAVA_OPTIONS, "")
                 gc = gc_option(settings.spark.gc, finite, user_options)
-                explicit = explicit_gc_option(f"{gc or ''} {user_options}")
-                ihop = ihop_option(f"{gc or ''} {user_options}")
+                chosen = f"{gc or ''} {user_options}"
+                explicit, ihop = explicit_gc_option(chosen), ihop_option(chosen)
                 java_options = " ".join(o for o in (java_options, trim, gc, explicit, ihop) if o)
                 if java_options:
                     conf[DRIVER_JAVA_OPTIONS] = f"{java_options} {user_options}".strip()
