@@ -128,8 +128,11 @@ def profile_golden(bootstrap: str, topic: str, root: Path, logs: Path) -> dict[s
     query_start = spark["query_start"] or report["session_at"]
     timeline: list[tuple[str, float]] = [
         ("Python start, imports, config", report["main_at"] - started),
-        ("SparkSession (JVM start, jars)", report["session_at"] - report["main_at"]),
-        ("pre-flight and planning, until the query starts", query_start - report["session_at"]),
+        (
+            "SparkSession (JVM start, jars; the pre-flight asks the broker meanwhile)",
+            report["session_at"] - report["main_at"],
+        ),
+        ("planning, until the query starts", query_start - report["session_at"]),
     ]
     batches = spark["batches"]
     for n in sorted(batches):
