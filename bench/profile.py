@@ -132,7 +132,10 @@ def profile_golden(bootstrap: str, topic: str, root: Path, logs: Path) -> dict[s
             "SparkSession (JVM start, jars; the pre-flight asks the broker meanwhile)",
             report["session_at"] - report["main_at"],
         ),
-        ("planning, until the query starts", query_start - report["session_at"]),
+        (
+            "the rest of the pre-flight, planning, until the query starts",
+            query_start - report["session_at"],
+        ),
     ]
     batches = spark["batches"]
     for n in sorted(batches):
