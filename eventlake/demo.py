@@ -1,7 +1,8 @@
 """`make demo`: the orders pipeline live on the embedded broker, then the users CDC one.
 
 A generator streams orders (with late, out-of-order, duplicate and malformed ones) for
-about a minute while every flow of the pipeline runs on a processing-time trigger with
+about a minute while every flow of the pipeline runs on its processing-time trigger (the
+shipped ones: silver and revenue_hourly at ``0 seconds``, the others every 10 s) with
 live progress. Once the generator is done and the flows have caught up, the run stops
 between batches and a summary of every table is printed. Each demo run starts afresh:
 new topics, and the demo's own lake and checkpoints under ``.eventlake/demo``.
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from eventlake.pipelines import Registry
+    from eventlake.pipelines.plan import Plan
 
 DEMO_TRIGGER = "10 seconds"
 
@@ -117,6 +119,14 @@ def _caught_up(listener: ProgressListener, produced: int, timeout: float) -> Non
         time.sleep(0.5)
 
 
+def triggers_line(plan: Plan) -> str:
+    """The plan's flows by trigger: ``silver, revenue_hourly 0 seconds; bronze, ... 10 seconds``."""
+    flows: dict[str, list[str]] = {}
+    for flow in plan.chosen():
+        flows.setdefault(flow.trigger, []).append(flow.spec.name)
+    return "; ".join(f"{', '.join(names)} {trigger}" for trigger, names in flows.items())
+
+
 def run_demo(
     settings: Settings,
     *,
@@ -163,10 +173,10 @@ def run_demo(
 
         feeder = threading.Thread(target=produce_then_stop, name="demo-generator", daemon=True)
 
-        def start_feeding(plan: object, report: object) -> None:
+        def start_feeding(plan: Plan, report: object) -> None:
             console.print(
                 f"streaming ~{rate:.0f} orders/s for {seconds:.0f}s into '{params['topic']}'; "
-                f"flows trigger every {DEMO_TRIGGER} (Ctrl-C stops cleanly)"
+                f"triggers: {triggers_line(plan)} (Ctrl-C stops cleanly)"
             )
             feeder.start()
 

@@ -44,6 +44,13 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 DEFAULT_CHECKPOINT_INTERVAL_CONF = "spark.databricks.delta.properties.defaults.checkpointInterval"
+#: How long a query that found no new data waits before it asks its sources again.
+POLLING_DELAY = "spark.sql.streaming.pollingDelay"
+#: Spark's 10 ms makes each idle query on a ``0 seconds`` trigger send a Kafka offsets
+#: request, or list ``_delta_log``, 100 times a second. A processing-time interval of
+#: 250 ms or more waits longer anyway; only the first batch after a quiet spell can start
+#: up to 0.25 s later.
+POLLING_DELAY_DEFAULT = "250ms"
 #: Set by spark-submit for the Python driver it starts (the port of its JVM's gateway).
 SUBMIT_GATEWAY_ENV = "PYSPARK_GATEWAY_PORT"
 FS_CHECKPOINT_MANAGER = (
@@ -136,6 +143,7 @@ def spark_conf(
         # buffers Hadoop does not release: HADOOP-19901).
         PARQUET_VECTORED_IO: "false",
         CODEGEN_CACHE_ENTRIES: CODEGEN_CACHE_DEFAULT,
+        POLLING_DELAY: POLLING_DELAY_DEFAULT,
     }
     # A Delta checkpoint written inside a commit (every 10 by default) stalls that commit for
     # 1-5 s. Sink tables leave theirs to eventlake's LogCheckpoints, off the batch's path;

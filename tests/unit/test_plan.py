@@ -41,3 +41,24 @@ def test_a_run_ends_when_every_flow_it_starts_has_an_ending_trigger(tmp_path: An
     # The config's trigger for a flow is over its code's.
     by_config = p.configs(settings_for(tmp_path, mixed={"triggers": {"a": "available-now"}}))
     assert ends(p, by_config, None, None)
+
+
+def test_the_orders_pipeline_runs_the_hops_a_reader_waits_on_continuously(tmp_path: Any) -> None:
+    from eventlake.reference.orders import orders
+
+    configs = orders.configs(settings_for(tmp_path, orders={"trigger": "1 minute"}))
+    triggers = {name: trigger_of(spec, configs[name]) for name, spec in orders.flows.items()}
+    assert triggers == {
+        "bronze": "1 minute",
+        "silver": "0 seconds",
+        "quarantine": "1 minute",
+        "revenue_hourly": "0 seconds",
+        "category_sliding": "1 minute",
+        "high_value": "1 minute",
+        "enriched": "1 minute",
+    }
+    # A flow's config is over its code's, and the run's trigger over both.
+    slow = orders.configs(settings_for(tmp_path, orders={"triggers": {"silver": "10 seconds"}}))
+    assert trigger_of(orders.flows["silver"], slow["silver"]) == "10 seconds"
+    assert trigger_of(orders.flows["revenue_hourly"], slow["revenue_hourly"]) == "0 seconds"
+    assert trigger_of(orders.flows["silver"], slow["silver"], "available-now") == "available-now"

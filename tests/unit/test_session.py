@@ -20,6 +20,7 @@ from eventlake.session import (
     LOCAL_LOG_STORE,
     LOCAL_LOG_STORE_CONF,
     PARQUET_VECTORED_IO,
+    POLLING_DELAY,
     RAW_LOCAL_FILE_CONTEXT,
     ROCKSDB_PROVIDER,
     driver_class_path,
@@ -59,6 +60,7 @@ def test_local_defaults() -> None:
     assert conf[HDFS_COMPLETE_RETRIES] == "8"
     assert conf[PARQUET_VECTORED_IO] == "false"
     assert conf[CODEGEN_CACHE_ENTRIES] == "500"
+    assert conf[POLLING_DELAY] == "250ms"  # Spark's 10 ms: 100 source requests/s when idle
     assert "spark.jars.packages" not in conf
 
 
@@ -70,6 +72,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
                 "spark.sql.session.timeZone": "CET",
                 PARQUET_VECTORED_IO: "true",
                 CODEGEN_CACHE_ENTRIES: "4000",
+                POLLING_DELAY: "10ms",
             },
         ),
         JARS,
@@ -81,6 +84,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert conf[HDFS_COMPLETE_DELAY] == "50"  # a lake on HDFS is used with any master
     assert conf[PARQUET_VECTORED_IO] == "true"
     assert conf[CODEGEN_CACHE_ENTRIES] == "4000"
+    assert conf[POLLING_DELAY] == "10ms"
 
 
 def test_the_users_java_options_keep_eventlakes_and_come_after_them() -> None:

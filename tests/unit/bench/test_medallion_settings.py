@@ -1,4 +1,5 @@
-"""README's Low latency config is the medallion benchmark's `silver-gold` setting."""
+"""The medallion benchmark's settings: `shipped` is what ships, README's Low latency config
+is `every-10s`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.medallion import POLLING_DELAY, SETTINGS
+from bench.medallion import CONTINUOUS_FLOWS, SETTINGS
 from eventlake.config.loader import settings_from_dict
 from eventlake.pipelines.loader import load_pipelines
 from eventlake.pipelines.plan import trigger_of
@@ -25,16 +26,23 @@ def _low_latency_config() -> dict[str, object]:
     return data
 
 
-def test_readme_low_latency_config_runs_the_flows_as_the_bench_measured() -> None:
+def _triggers(config: dict[str, object]) -> dict[str, str]:
     orders = load_pipelines(examples=True).get("orders")
-    readme = settings_from_dict(_low_latency_config())
-    _what, _trigger, conf, params = SETTINGS["silver-gold"]
-    bench = settings_from_dict({"pipelines": {"orders": params}})
+    configs = orders.configs(settings_from_dict(config))
+    return {name: trigger_of(spec, configs[name]) for name, spec in orders.flows.items()}
 
-    readme_configs, bench_configs = orders.configs(readme), orders.configs(bench)
-    triggers = {name: trigger_of(spec, readme_configs[name]) for name, spec in orders.flows.items()}
-    assert triggers == {
-        name: trigger_of(spec, bench_configs[name]) for name, spec in orders.flows.items()
-    }
-    assert {n for n, t in triggers.items() if t == "0 seconds"} == {"silver", "revenue_hourly"}
-    assert readme.spark.conf[POLLING_DELAY] == conf[POLLING_DELAY] == "250ms"
+
+def test_the_shipped_setting_is_the_shipped_pipeline() -> None:
+    _what, trigger, conf, params = SETTINGS["shipped"]
+    assert (trigger, conf, params) == (None, {}, {})
+    shipped = _triggers({})
+    assert {n for n, t in shipped.items() if t == "0 seconds"} == set(CONTINUOUS_FLOWS)
+    assert {t for n, t in shipped.items() if n not in CONTINUOUS_FLOWS} == {"10 seconds"}
+
+
+def test_readme_low_latency_config_runs_the_flows_as_the_bench_measured() -> None:
+    _what, _trigger, conf, params = SETTINGS["every-10s"]
+    readme = _triggers(_low_latency_config())
+    assert readme == _triggers({"pipelines": {"orders": params}})
+    assert set(readme.values()) == {"10 seconds"}
+    assert conf == {}
