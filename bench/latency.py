@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import threading
 import time
@@ -138,26 +139,32 @@ class Watcher(threading.Thread):
 
 #: Commits that rewrite rows without changing them (the run's table maintenance).
 REWRITES = frozenset({"OPTIMIZE"})
+#: A commit's file in ``_delta_log``.
+COMMIT = re.compile(r"[0-9]{20}\.json")
 
 
 def rows_by_version(path: Location, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
-    """Each version's appended rows, read version by version with delta-rs (a compaction's
-    rewritten files are not new rows)."""
-    import pyarrow.parquet as pq
-    from deltalake import DeltaTable
+    """Each version's appended rows: the files its commit adds, read from the table's log
+    once (a compaction's rewritten files, and a file added again with a deletion vector,
+    are not new rows)."""
+    from urllib.parse import unquote
 
-    table = DeltaTable(str(path))
-    operations = {int(c["version"]): c.get("operation") for c in table.history()}
+    import pyarrow.parquet as pq
+
+    table = path.path
     out: dict[int, list[dict[str, Any]]] = {}
     known: set[str] = set()
-    for version in range(table.version() + 1):
-        table.load_as_version(version)
-        files = set(table.file_uris())
-        new = set() if operations.get(version) in REWRITES else files - known
-        known = files
-        out[version] = [
-            row for f in sorted(new) for row in pq.read_table(f, columns=columns).to_pylist()
-        ]
+    commits = (c for c in (table / "_delta_log").glob("*.json") if COMMIT.fullmatch(c.name))
+    for commit in sorted(commits):
+        actions = [json.loads(line) for line in commit.read_text().splitlines() if line]
+        operation = next((a["commitInfo"].get("operation") for a in actions if "commitInfo" in a),
+                         None)  # fmt: skip
+        new = [a["add"]["path"] for a in actions if "add" in a and a["add"]["path"] not in known]
+        known.update(new)
+        out[int(commit.stem)] = [] if operation in REWRITES else [
+            row for f in sorted(new)
+            for row in pq.read_table(table / unquote(f), columns=columns).to_pylist()
+        ]  # fmt: skip
     return out
 
 
