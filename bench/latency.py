@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import os
 import statistics
 import threading
 import time
@@ -139,8 +139,6 @@ class Watcher(threading.Thread):
 
 #: Commits that rewrite rows without changing them (the run's table maintenance).
 REWRITES = frozenset({"OPTIMIZE"})
-#: A commit's file in ``_delta_log``.
-COMMIT = re.compile(r"[0-9]{20}\.json")
 
 
 def rows_by_version(path: Location, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
@@ -151,17 +149,19 @@ def rows_by_version(path: Location, columns: list[str]) -> dict[int, list[dict[s
 
     import pyarrow.parquet as pq
 
-    table = path.path
+    from eventlake.connectors.delta.commits import commit_versions, log_file
+
+    table, log = path.path, path / "_delta_log"
     out: dict[int, list[dict[str, Any]]] = {}
     known: set[str] = set()
-    commits = (c for c in (table / "_delta_log").glob("*.json") if COMMIT.fullmatch(c.name))
-    for commit in sorted(commits):
-        actions = [json.loads(line) for line in commit.read_text().splitlines() if line]
+    for version in sorted(commit_versions(os.listdir(log.path))):
+        text = log_file(log, version).path.read_text()
+        actions = [json.loads(line) for line in text.splitlines() if line]
         operation = next((a["commitInfo"].get("operation") for a in actions if "commitInfo" in a),
                          None)  # fmt: skip
         new = [a["add"]["path"] for a in actions if "add" in a and a["add"]["path"] not in known]
         known.update(new)
-        out[int(commit.stem)] = [] if operation in REWRITES else [
+        out[version] = [] if operation in REWRITES else [
             row for f in sorted(new)
             for row in pq.read_table(table / unquote(f), columns=columns).to_pylist()
         ]  # fmt: skip
