@@ -69,6 +69,8 @@ CDC_USERS = 5_000
 PG_PASSWORD_ENV = "EVENTLAKE_SOAK_PG_PASSWORD"
 #: Extra ``spark.conf`` of every phase (JSON), from ``--spark-conf KEY=VALUE``.
 SPARK_CONF_ENV = "EVENTLAKE_SOAK_SPARK_CONF"
+#: Maintenance settings of the phase with maintenance on (JSON), from ``--maintenance``.
+MAINTENANCE_ENV = "EVENTLAKE_SOAK_MAINTENANCE"
 #: The driver JVM's ``spark.allocator`` in every phase, from ``--allocator``.
 ALLOCATOR_ENV = "EVENTLAKE_SOAK_ALLOCATOR"
 #: "0": the driver JVM without native memory tracking, from ``--no-native-tracking``.
@@ -450,7 +452,7 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
         "lake": {"root": str(root / "lake")},
         "checkpoints": {"root": str(root / "checkpoints")},
         "project": {"examples": True},
-        "maintenance": {"enabled": maintenance},
+        "maintenance": {"enabled": maintenance, **_chosen_maintenance()},
         "postgres": {"port": pg_port, "password": os.environ[PG_PASSWORD_ENV]},
         "spark": {"conf": _spark_conf(root), "allocator": _chosen_allocator()},
         "pipelines": {
@@ -461,6 +463,11 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
                       "postgres_table": f"soak_{phase}_users"},
         },
     })  # fmt: skip
+
+
+def _chosen_maintenance() -> dict[str, Any]:
+    """The ``maintenance`` settings ``--maintenance`` gives (values parsed as JSON)."""
+    return dict(json.loads(os.environ.get(MAINTENANCE_ENV) or "{}"))
 
 
 def _chosen_conf() -> dict[str, str]:
@@ -923,6 +930,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "phases": {}, "spark_conf": conf,
                                "allocator": _chosen_allocator(),
+                               "maintenance": _chosen_maintenance(),
                                "native_tracking": _native_tracking()}  # fmt: skip
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -976,6 +984,7 @@ def markdown(results: dict[str, Any]) -> str:
         "minute. Batch p99: the "
         f"highest per-minute p99 of the first and of the last {WINDOW_MINUTES} minutes."
         + (f" spark.conf: `{results['spark_conf']}`." if results.get("spark_conf") else "")
+        + (f" maintenance: `{results['maintenance']}`." if results.get("maintenance") else "")
         + f" The driver JVM's allocator: {results.get('allocator', 'system')}"
         + ("." if results.get("native_tracking", True) else ", no native memory tracking."),
     ]
@@ -1077,6 +1086,9 @@ def main() -> None:
     )
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="spark.conf of every phase (repeatable)")  # fmt: skip
+    parser.add_argument("--maintenance", action="append", default=[], metavar="KEY=VALUE",
+                        help="a maintenance setting of the phase with maintenance on "
+                        "(repeatable; the value is JSON: log_retention_commits=2000)")  # fmt: skip
     parser.add_argument("--allocator", choices=("system", "jemalloc"), default="system",
                         help="the driver JVM's spark.allocator in every phase")  # fmt: skip
     parser.add_argument(
@@ -1102,6 +1114,9 @@ def main() -> None:
                                 float(args.cdc_rate))))  # fmt: skip
         return
     os.environ[SPARK_CONF_ENV] = json.dumps(dict(kv.split("=", 1) for kv in args.spark_conf))
+    os.environ[MAINTENANCE_ENV] = json.dumps(
+        {key: json.loads(value) for key, value in (kv.split("=", 1) for kv in args.maintenance)}
+    )
     os.environ[ALLOCATOR_ENV] = args.allocator
     os.environ[NATIVE_TRACKING_ENV] = "0" if args.no_native_tracking else "1"
     _report(measure(args))

@@ -255,6 +255,7 @@ class MaintenanceOverride(_Section):
     vacuum_retention: SparkInterval | None = None
     vacuum_interval: SparkInterval | None = None
     log_retention: SparkInterval | None = None
+    log_retention_commits: int | None = Field(default=None, ge=0)
 
 
 class MaintenanceSettings(_Section):
@@ -276,6 +277,12 @@ class MaintenanceSettings(_Section):
     #: whole log at every Delta operation on a local or HDFS table, so each kept commit
     #: costs every batch; beyond ``vacuum_retention`` the files they name are gone anyway.
     log_retention: SparkInterval = "7 days"
+    #: The log keeps at most about this many commits, however young: a table committed to
+    #: every second would gather 600,000 in 7 days, and its readers would list them all at
+    #: every batch. Never a commit a flow reading the table (any pipeline whose checkpoint
+    #: is under ``checkpoints.root``) may still replay; time travel reaches no further back.
+    #: 0: only ``log_retention`` bounds the log.
+    log_retention_commits: int = Field(default=10_000, ge=0)
     #: Per table (``layer/table``) overrides.
     tables: dict[str, MaintenanceOverride] = Field(default_factory=dict)
 

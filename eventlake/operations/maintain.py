@@ -58,5 +58,6 @@ def maintain_pipeline(
         state = TableState(str(path), name, table_settings(ctx, layer, table),
                            layout_key=keys.get((layer, table), ()))  # fmt: skip
         readers = readers_of(pipeline, settings, (layer, table))
-        done.append(maintain_table(spark, state, readers=readers, force=force, dry_run=dry_run))
+        done.append(maintain_table(spark, state, readers=readers, force=force, dry_run=dry_run,
+                                   checkpoints_root=settings.checkpoints.root))  # fmt: skip
     return done

@@ -474,3 +474,69 @@ def test_the_batch_after_a_compaction_does_not_rebuild_the_tables_state(
     assert _jobs(spark, append) < rebuilt
     assert _jobs(spark, append) == steady
     assert not prepare_file_list(spark, Location(str(raced)), 50)  # listed now
+
+
+def _commits(path: Path) -> list[int]:
+    log = path / "_delta_log"
+    return sorted(int(p.name[:20]) for p in log.glob("*.json") if not p.name.startswith("."))
+
+
+def test_a_log_bounded_by_commits_keeps_what_every_reader_of_the_project_may_replay(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The log keeps its newest log_retention_commits commits, back to a checkpoint, and
+    never a commit a stream reading the table (a checkpoint under checkpoints.root, of a
+    pipeline not running) may replay: that stream goes on with every row once. A stream
+    far behind on another table holds nothing back."""
+    path, other = tmp_path / "lake" / "fast", tmp_path / "lake" / "other"
+    ensure_delta_table(spark, path, "id BIGINT", checkpoint_interval=10)  # version 0
+    ensure_delta_table(spark, other, "id BIGINT", checkpoint_interval=10)
+
+    def append(table: Path, first: int, count: int = 1) -> None:
+        for n in range(first, first + count):
+            spark.range(n, n + 1).coalesce(1).write.format("delta").mode("append").save(str(table))
+
+    root = tmp_path / "checkpoints"
+
+    def catch_up(table: Path, checkpoint: Path, copy: Path) -> None:
+        query = (spark.readStream.format("delta").load(str(table)).writeStream.format("delta")
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+                 .start(str(copy)))  # fmt: skip
+        assert query.awaitTermination(120)
+
+    append(other, 0)
+    catch_up(other, root / "p2" / "slow", tmp_path / "slow_copy")
+    append(other, 1, 40)  # the slow reader stays at version 1 of another table
+    append(path, 0, 25)  # versions 1-25
+    reader, copy = root / "p1" / "copy", tmp_path / "copy"
+    catch_up(path, reader, copy)  # it may replay from version 25 or 26
+    append(path, 25, 25)  # versions 26-50
+    settings = MaintenanceSettings(log_retention_commits=5, compact_min_files=1000)
+    state = TableState(str(path), "lake/fast", settings)
+
+    done = maintain_table(spark, state, checkpoints_root=Location(root))
+
+    # Commits 46-50 are the newest five; the reader needs 25 on: the log starts at the
+    # checkpoint at or before 25, which Delta wrote at version 20.
+    [trimmed] = [a for a in done.actions if a.kind == "trim log"]
+    assert trimmed.error is None
+    assert trimmed.detail.endswith("log files of versions 0-19 removed")
+    assert _commits(path) == list(range(20, 51))
+    catch_up(path, reader, copy)
+    assert sorted(r["id"] for r in read_delta(copy).to_pylist()) == list(range(50))
+
+    append(path, 50)  # version 51; the reader's next batch reads it
+    catch_up(path, reader, copy)
+    done = maintain_table(spark, state, checkpoints_root=Location(root))
+
+    # It may replay from 50 now: the newest five (47-51) decide, from the checkpoint at 40.
+    [trimmed] = [a for a in done.actions if a.kind == "trim log"]
+    assert trimmed.detail.endswith("log files of versions 20-39 removed")
+    assert _commits(path) == list(range(40, 52))
+    assert sorted(r["id"] for r in read_delta(copy).to_pylist()) == list(range(51))
+    assert sorted(r["id"] for r in read_delta(path).to_pylist()) == list(range(51))
+    assert spark.read.format("delta").load(str(path)).count() == 51
+    append(path, 51)
+    assert spark.read.format("delta").load(str(path)).count() == 52
+    with pytest.raises(Exception, match=r"(?i)version|log"):
+        spark.read.format("delta").option("versionAsOf", 30).load(str(path)).count()

@@ -44,10 +44,12 @@ def commit_versions(names: Sequence[str]) -> list[int]:
 
 
 #: A file of a ``_delta_log`` folder that belongs to one version: the commit, Delta's
-#: checksum, a checkpoint, and the hidden ``.<file>.crc`` checksum that Hadoop's local
-#: filesystem writes beside each (``_staged_commits``, ``_last_checkpoint`` and temporary
-#: files do not match).
-_VERSION_FILE = re.compile(r"^(\.?)(\d{20})\.(json|crc|checkpoint\.parquet)(\.crc)?$")
+#: checksum, a checkpoint (or a part of one), and the hidden ``.<file>.crc`` checksum that
+#: Hadoop's local filesystem writes beside each (``_staged_commits``, ``_last_checkpoint``
+#: and temporary files do not match).
+VERSION_FILE = re.compile(
+    r"^(\.?)(\d{20})\.(json|crc|checkpoint(?:\.\d{10}\.\d{10})?\.parquet)(\.crc)?$"
+)
 
 
 def orphaned_log_files(names: Sequence[str]) -> list[str]:
@@ -60,7 +62,7 @@ def orphaned_log_files(names: Sequence[str]) -> list[str]:
     if not versions:
         return []
     oldest = min(versions)
-    old = [(name, m) for name, m in zip(names, map(_VERSION_FILE.match, names), strict=True)
+    old = [(name, m) for name, m in zip(names, map(VERSION_FILE.match, names), strict=True)
            if m is not None and int(m.group(2)) < oldest]  # fmt: skip
     # Delta's "N.crc", then Hadoop's ".<file>.crc" whose file is gone or going.
     orphans = [name for name, m in old if not m.group(1) and m.group(3) == "crc" and not m.group(4)]

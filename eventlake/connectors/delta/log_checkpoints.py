@@ -3,11 +3,16 @@ run (:class:`LogCheckpoints`)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from eventlake.connectors.delta.commits import (
+    VERSION_FILE,
+    commit_versions,
     last_checkpoint_version,
     newest_version,
     orphaned_log_files,
@@ -19,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from eventlake.context import FlowContext
-    from eventlake.storage import Location
+    from eventlake.storage import Location, Storage
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +53,56 @@ def remove_orphans(path: Location) -> int:
     if removed:
         log.info("removed %d leftover files from the log of %s", removed, path)
     return removed
+
+
+#: A checkpoint file: one part, or part ``k`` of ``n``.
+_CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
+
+
+def complete_checkpoints(names: Sequence[str]) -> list[int]:
+    """The versions among a ``_delta_log`` folder's file ``names`` with a whole checkpoint
+    (a single file, or every part of a multi-part one)."""
+    whole: set[int] = set()
+    parts: dict[tuple[int, int], set[int]] = {}
+    for m in filter(None, map(_CHECKPOINT_FILE.match, names)):
+        version = int(m.group(1))
+        if m.group(2) is None:
+            whole.add(version)
+        else:
+            parts.setdefault((version, int(m.group(3))), set()).add(int(m.group(2)))
+    whole.update(v for (v, count), seen in parts.items() if len(seen) == count)
+    return sorted(whole)
+
+
+def trim_start(names: Sequence[str], keep_commits: int, keep_from: int | None) -> int | None:
+    """Where the log with file ``names`` may start so that it keeps its newest
+    ``keep_commits`` commits and every commit from version ``keep_from`` on: the newest
+    whole checkpoint at or before both, since a log must begin at a checkpoint to be read.
+    None when the log cannot start later than it does."""
+    versions = commit_versions(names)
+    if not versions:
+        return None
+    cutoff = max(versions) - keep_commits + 1
+    if keep_from is not None:
+        cutoff = min(cutoff, keep_from)
+    start = max((v for v in complete_checkpoints(names) if v <= cutoff), default=None)
+    return start if start is not None and start > min(versions) else None
+
+
+def trim_log(storage: Storage, log: Location, names: Sequence[str], start: int) -> str:
+    """Remove every file of a version before ``start`` (:func:`trim_start`) from the
+    ``_delta_log`` folder ``log`` (listed as ``names``), oldest first: a trim cut short
+    leaves a log that still reads from its checkpoint at ``start``."""
+    doomed = sorted(
+        (int(m.group(2)), name)
+        for name, m in zip(names, map(VERSION_FILE.match, names), strict=True)
+        if m is not None and int(m.group(2)) < start
+    )
+    for _, name in doomed:
+        with contextlib.suppress(FileNotFoundError):  # removed meanwhile by delta-rs's cleanup
+            storage.delete(log / name)
+    oldest = doomed[0][0] if doomed else start
+    return f"{len(doomed)} log files of versions {oldest}-{start - 1} removed"
 
 
 def log_checkpoints(ctx: FlowContext) -> LogCheckpoints | None:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eventlake.connectors.delta.commits import commit_versions, newest_version
 from eventlake.connectors.delta.tables import path_identifier
 from eventlake.durations import duration_ms
 from eventlake.errors import describe
@@ -83,7 +84,7 @@ class TableFiles:
 class Action:
     """One maintenance action on a table."""
 
-    kind: str  # compact | vacuum
+    kind: str  # compact | vacuum | trim log
     at_ms: int
     seconds: float
     detail: str
@@ -106,6 +107,8 @@ class TableState:
     #: Bytes written per byte rewritten by its last compaction of small_file_bytes or more
     #: (:func:`packing_of`); None: not known yet (its history says).
     packing: float | None = None
+    #: The table's version when its log's length was last looked at (None: not yet).
+    log_looked_at: int | None = None
 
 
 @dataclass
@@ -144,7 +147,8 @@ def maintenance(ctx: FlowContext) -> Maintenance | None:
     """The run's maintenance service, or None when ``maintenance.enabled`` is false."""
     if not ctx.settings.maintenance.enabled:
         return None
-    return ctx.run.service(Maintenance, lambda: Maintenance(ctx.spark))
+    root = ctx.settings.checkpoints.root
+    return ctx.run.service(Maintenance, lambda: Maintenance(ctx.spark, root))
 
 
 def sink_committed(
@@ -298,7 +302,6 @@ class TableReader:
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
-        from eventlake.connectors.delta.commits import newest_version
         from eventlake.storage import filesystem
 
         with self._lock:
@@ -566,11 +569,14 @@ def commit_time_ms(path: Location, version: int) -> int | None:
     return None
 
 
-def reader_versions(path: Location, checkpoints: Iterable[Location]) -> list[int]:
+def reader_versions(
+    path: Location, checkpoints: Iterable[Location], table_id: str | None = None
+) -> list[int]:
     """The oldest table version each reading checkpoint may still replay from. A replay of
     its newest planned batch starts where the batch before it ended, so the older of the
     two newest offsets entries counts (a Delta source offset's ``reservoirVersion``; for
-    a batch of the starting snapshot, the snapshot's version)."""
+    a batch of the starting snapshot, the snapshot's version). With ``table_id``, only
+    the offsets of that table count."""
     from eventlake.checkpoints import CheckpointLog
 
     versions = []
@@ -578,9 +584,63 @@ def reader_versions(path: Location, checkpoints: Iterable[Location]) -> list[int
         log_ = CheckpointLog(checkpoint)
         for batch in log_.planned[-2:]:
             for source in log_.entry(batch).sources:
-                if isinstance(source, dict) and "reservoirVersion" in source:
+                if not isinstance(source, dict) or "reservoirVersion" not in source:
+                    continue
+                if table_id is None or source.get("reservoirId") == table_id:
                     versions.append(int(source["reservoirVersion"]))
     return versions
+
+
+def project_checkpoints(root: Location) -> list[Location]:
+    """The flows' checkpoints under a ``checkpoints.root`` (``<pipeline>/<flow>``) that
+    have planned a batch: every pipeline of the project, running or not."""
+    from eventlake.storage import filesystem
+
+    storage = filesystem(root)
+    found = []
+    for pipeline in storage.list_names(root):
+        for flow in storage.list_names(root / pipeline):
+            if storage.is_dir(root / pipeline / flow / "offsets"):
+                found.append(root / pipeline / flow)
+    return found
+
+
+def table_id(spark: SparkSession, path: Location) -> str:
+    """The Delta table's id (its ``metaData``), which a streaming reader's offsets name."""
+    if path.is_local:
+        from deltalake import DeltaTable
+
+        return str(DeltaTable(str(path)).metadata().id)
+    detail = spark.sql(f"DESCRIBE DETAIL {path_identifier(str(path))}").first()
+    assert detail is not None
+    return str(detail["id"])
+
+
+def bound_log(
+    spark: SparkSession,
+    path: Location,
+    keep_commits: int,
+    readers: Iterable[Location],
+    *,
+    dry_run: bool = False,
+) -> Action | None:
+    """Trim the table's log to its newest ``keep_commits`` commits (back to a checkpoint),
+    keeping every commit a reading checkpoint (``readers``) may replay; None when there is
+    nothing to remove."""
+    from eventlake.connectors.delta.log_checkpoints import trim_log, trim_start
+    from eventlake.storage import filesystem
+
+    log_ = path / "_delta_log"
+    storage = filesystem(log_)
+    names = storage.list_names(log_)
+    if len(commit_versions(names)) <= keep_commits:
+        return None
+    needed = reader_versions(path, readers, table_id(spark, path))
+    start = trim_start(names, keep_commits, min(needed, default=None))
+    if start is None:
+        return None
+    planned = f"would remove the log before version {start}"
+    return _act("trim log", dry_run, lambda: trim_log(storage, log_, names, start), planned)
 
 
 def safe_retention_ms(path: Location, configured_ms: int, readers: Iterable[Location]) -> int:
@@ -602,6 +662,7 @@ def maintain_table(
     state: TableState,
     *,
     readers: Iterable[Location] = (),
+    checkpoints_root: Location | None = None,
     force: bool = False,
     dry_run: bool = False,
     lock: threading.Lock | None = None,
@@ -653,6 +714,18 @@ def maintain_table(
         done.append(_act("vacuum", dry_run, lambda: vacuum(spark, path, retention), planned))
         if not dry_run:
             state.last_vacuum_ms = now
+    keep = settings.log_retention_commits
+    looked = state.log_looked_at
+    if keep > 0 and (force or looked is None or before.version - looked >= max(keep // 10, 1)):
+        readers = [*readers, *(project_checkpoints(checkpoints_root) if checkpoints_root else [])]
+        try:
+            trimmed = bound_log(spark, path, keep, readers, dry_run=dry_run)
+        except Exception as exc:  # an unreadable reader's checkpoint: looked at again later
+            log.warning("trimming the log of %s failed: %s", path, exc)
+            trimmed = Action("trim log", now, 0.0, "failed", error=describe(exc))
+        done += [trimmed] if trimmed is not None else []
+        if not dry_run:
+            state.log_looked_at = before.version
     return Maintained(state.table, before, after, done)
 
 
@@ -690,8 +763,9 @@ class Maintenance:
     work under way finish.
     """
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, checkpoints_root: Location | None = None) -> None:
         self._spark = maintenance_session(spark)
+        self._checkpoints_root = checkpoints_root
         self._tables: dict[str, TableState] = {}
         self._readers: dict[str, set[str]] = {}
         self._locks: dict[str, threading.Lock] = {}
@@ -748,7 +822,9 @@ class Maintenance:
             readers = [Location(r) for r in self._readers.get(key, ())]
             lock = self._locks.get(key) if state.merge_target else None
         worked = 0.0
-        for action in maintain_table(self._spark, state, readers=readers, lock=lock).actions:
+        done = maintain_table(self._spark, state, readers=readers, lock=lock,
+                              checkpoints_root=self._checkpoints_root)  # fmt: skip
+        for action in done.actions:
             log.info("%s %s: %s (%.1f s)", action.kind, state.table, action.detail, action.seconds)
             worked += action.seconds if action.kind == "compact" else 0.0
             if action.error is not None:
