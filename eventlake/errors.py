@@ -267,6 +267,14 @@ _FIXES = {
         "the flow's columns differ from the Delta table's: set merge_schema=True on the "
         "output (DeltaOutput, ToDelta) to add the new columns, or select the table's columns"
     ),
+    "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE": (
+        "the flow's checkpoint resumes the Delta table it reads at a version the table's log "
+        "no longer holds (removed after maintenance.log_retention, or beyond "
+        "maintenance.log_retention_commits, while the flow was stopped or behind): start the "
+        "flow over with `eventlake checkpoint reset PIPELINE.FLOW --yes` (it reads the table "
+        "as it is now), and keep the checkpoints of every flow that reads the table under "
+        "checkpoints.root, where the table's maintenance keeps what they need"
+    ),
 }
 
 
@@ -421,6 +429,7 @@ _FATAL_CONDITIONS = (
     "DELTA_METADATA_MISMATCH",  # the sink refuses the schema
     "DELTA_SOURCE_IGNORE_DELETE",
     "DELTA_SOURCE_TABLE_IGNORE_CHANGES",
+    "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE",  # the log is gone: it stays gone
 )
 _TRANSIENT_CONDITIONS = ("DELTA_CONCURRENT",)
 

@@ -485,8 +485,9 @@ def maintain(
     ] = False,
     module: ModuleOpt = None,
 ) -> None:
-    """Compact (cluster) and vacuum the Delta tables the pipeline writes, as a run does
-    between batches: for a schedule, or a pipeline that is stopped."""
+    """Compact (cluster) and vacuum the Delta tables the pipeline writes and trim their logs
+    to maintenance.log_retention_commits, as a run does between batches: for a schedule, or
+    a pipeline that is stopped."""
     from eventlake.operations.maintain import maintain_pipeline
     from eventlake.session import get_spark
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 from eventlake.config import load_settings
@@ -28,6 +29,7 @@ from eventlake.connectors import (
 from eventlake.connectors.delta import TableState, maintain_table
 from eventlake.connectors.delta.maintenance import prepare_file_list
 from eventlake.connectors.delta.tables import ensure_delta_table
+from eventlake.errors import Recovery, translate
 from eventlake.kafka import produce
 from eventlake.operations.maintain import maintain_pipeline
 from eventlake.operations.status import table_reports
@@ -510,6 +512,8 @@ def test_a_log_bounded_by_commits_keeps_what_every_reader_of_the_project_may_rep
     append(path, 0, 25)  # versions 1-25
     reader, copy = root / "p1" / "copy", tmp_path / "copy"
     catch_up(path, reader, copy)  # it may replay from version 25 or 26
+    elsewhere = tmp_path / "elsewhere" / "copy"  # a stream whose checkpoint is not under root
+    catch_up(path, elsewhere, tmp_path / "elsewhere_copy")
     append(path, 25, 25)  # versions 26-50
     settings = MaintenanceSettings(log_retention_commits=5, compact_min_files=1000)
     state = TableState(str(path), "lake/fast", settings)
@@ -518,7 +522,7 @@ def test_a_log_bounded_by_commits_keeps_what_every_reader_of_the_project_may_rep
 
     # Commits 46-50 are the newest five; the reader needs 25 on: the log starts at the
     # checkpoint at or before 25, which Delta wrote at version 20.
-    [trimmed] = [a for a in done.actions if a.kind == "trim log"]
+    [trimmed] = [a for a in done.actions if a.kind == "trim"]
     assert trimmed.error is None
     assert trimmed.detail.endswith("log files of versions 0-19 removed")
     assert _commits(path) == list(range(20, 51))
@@ -530,7 +534,7 @@ def test_a_log_bounded_by_commits_keeps_what_every_reader_of_the_project_may_rep
     done = maintain_table(spark, state, checkpoints_root=Location(root))
 
     # It may replay from 50 now: the newest five (47-51) decide, from the checkpoint at 40.
-    [trimmed] = [a for a in done.actions if a.kind == "trim log"]
+    [trimmed] = [a for a in done.actions if a.kind == "trim"]
     assert trimmed.detail.endswith("log files of versions 20-39 removed")
     assert _commits(path) == list(range(40, 52))
     assert sorted(r["id"] for r in read_delta(copy).to_pylist()) == list(range(51))
@@ -540,3 +544,12 @@ def test_a_log_bounded_by_commits_keeps_what_every_reader_of_the_project_may_rep
     assert spark.read.format("delta").load(str(path)).count() == 52
     with pytest.raises(Exception, match=r"(?i)version|log"):
         spark.read.format("delta").option("versionAsOf", 30).load(str(path)).count()
+
+    # The stream the table's maintenance could not see cannot resume; it is told how to
+    # start over, and a restart would not help.
+    with pytest.raises(StreamingQueryException) as failed:
+        catch_up(path, elsewhere, tmp_path / "elsewhere_copy")
+    error = translate(failed.value, in_query=True)
+    assert error.spark_condition is not None
+    assert "eventlake checkpoint reset PIPELINE.FLOW --yes" in str(error)
+    assert error.recovery is Recovery.FATAL

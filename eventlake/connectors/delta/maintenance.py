@@ -1,6 +1,7 @@
 """Keeping the Delta tables eventlake writes healthy: compaction (clustering, for clustered
 tables) once small files pile up, VACUUM with a retention no reader of the run can need,
-and what each table looks like now. A service of the run (:class:`Maintenance`) does it
+a log bounded by commits that keeps what every reader may replay, and what each table
+looks like now. A service of the run (:class:`Maintenance`) does it
 between batches; :func:`maintain_table` is the same work on demand (``eventlake maintain``).
 
 Compaction commits are ``dataChange=false``: a Delta streaming reader skips them, so a
@@ -84,7 +85,7 @@ class TableFiles:
 class Action:
     """One maintenance action on a table."""
 
-    kind: str  # compact | vacuum | trim log
+    kind: str  # compact | vacuum | trim (the log)
     at_ms: int
     seconds: float
     detail: str
@@ -640,7 +641,7 @@ def bound_log(
     if start is None:
         return None
     planned = f"would remove the log before version {start}"
-    return _act("trim log", dry_run, lambda: trim_log(storage, log_, names, start), planned)
+    return _act("trim", dry_run, lambda: trim_log(storage, log_, names, start), planned)
 
 
 def safe_retention_ms(path: Location, configured_ms: int, readers: Iterable[Location]) -> int:
@@ -668,7 +669,10 @@ def maintain_table(
     lock: threading.Lock | None = None,
 ) -> Maintained:
     """Compact the table when it holds ``compact_min_files`` small files (``force``: when it
-    holds two), and VACUUM it when ``vacuum_interval`` has gone by (``force``: now).
+    holds two), VACUUM it when ``vacuum_interval`` has gone by (``force``: now), and trim
+    its log to ``log_retention_commits`` commits every tenth of that many (``force``: now;
+    :func:`bound_log`, keeping what ``readers`` and the checkpoints under
+    ``checkpoints_root`` may replay).
 
     A compaction rewrites every small file once they would fill a file of
     ``small_file_bytes`` together (or when ``force``d); until then only the files under
@@ -722,7 +726,7 @@ def maintain_table(
             trimmed = bound_log(spark, path, keep, readers, dry_run=dry_run)
         except Exception as exc:  # an unreadable reader's checkpoint: looked at again later
             log.warning("trimming the log of %s failed: %s", path, exc)
-            trimmed = Action("trim log", now, 0.0, "failed", error=describe(exc))
+            trimmed = Action("trim", now, 0.0, "failed", error=describe(exc))
         done += [trimmed] if trimmed is not None else []
         if not dry_run:
             state.log_looked_at = before.version
