@@ -141,17 +141,20 @@ class Watcher(threading.Thread):
 REWRITES = frozenset({"OPTIMIZE"})
 
 
-def rows_by_version(path: Location, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
+def rows_by_version(
+    path: Location, columns: list[str], log: Location | None = None
+) -> dict[int, list[dict[str, Any]]]:
     """Each version's appended rows: the files its commit adds, read from the table's log
     once (a compaction's rewritten files, and a file added again with a deletion vector,
-    are not new rows)."""
+    are not new rows). ``log``: a folder holding copies of the commits instead of the
+    table's ``_delta_log`` (which the run's maintenance trims)."""
     from urllib.parse import unquote
 
     import pyarrow.parquet as pq
 
     from eventlake.connectors.delta.commits import commit_versions, log_file
 
-    table, log = path.path, path / "_delta_log"
+    table, log = path.path, log or path / "_delta_log"
     out: dict[int, list[dict[str, Any]]] = {}
     known: set[str] = set()
     for version in sorted(commit_versions(os.listdir(log.path))):

@@ -249,16 +249,51 @@ def table_samples(lake: Path) -> dict[str, dict[str, int]]:
     return tables
 
 
-def compactions(lake: Path) -> dict[str, dict[str, int]]:
-    """Per table, its compactions (OPTIMIZE commits) in its history: how many, the bytes
-    they rewrote together and at most in one, against the bytes the table holds."""
+def copy_commits(lake: Path, copies: Path) -> int:
+    """Copy each table's commit files under ``lake`` that are not yet in ``copies`` (the
+    same layout); how many. The run's maintenance trims a log to
+    ``maintenance.log_retention_commits``, and the latencies and compactions are read from
+    every commit of the soak after it."""
+    from eventlake.connectors.delta.commits import COMMIT_FILE
+
+    copied = 0
+    for path in _tables(lake):
+        target = copies / path.relative_to(lake) / "_delta_log"
+        target.mkdir(parents=True, exist_ok=True)
+        have = set(os.listdir(target))
+        for name in os.listdir(path / "_delta_log"):
+            if COMMIT_FILE.match(name) and name not in have:
+                with contextlib.suppress(FileNotFoundError):  # trimmed since the listing
+                    shutil.copyfile(path / "_delta_log" / name, target / name)
+                    copied += 1
+    return copied
+
+
+def _commit_infos(log: Path) -> dict[int, dict[str, Any]]:
+    """Each commit's ``commitInfo`` in the (copied) log folder ``log``, by version."""
+    from eventlake.connectors.delta.commits import commit_versions
+
+    infos = {}
+    for version in commit_versions(os.listdir(log)):
+        for line in (log / f"{version:020d}.json").read_text().splitlines():
+            action = json.loads(line) if line else {}
+            if "commitInfo" in action:
+                infos[version] = action["commitInfo"]
+    return infos
+
+
+def compactions(lake: Path, copies: Path) -> dict[str, dict[str, int]]:
+    """Per table, its compactions (OPTIMIZE commits, from the copies of its commits): how
+    many, the bytes they rewrote together and at most in one, against the bytes the table
+    holds."""
     from deltalake import DeltaTable
 
     found = {}
     for path in _tables(lake):
         table = DeltaTable(str(path))
+        infos = _commit_infos(copies / path.relative_to(lake) / "_delta_log").values()
         rewritten = [int((c.get("operationMetrics") or {}).get("numRemovedBytes") or 0)
-                     for c in table.history() if c.get("operation") == "OPTIMIZE"]  # fmt: skip
+                     for c in infos if c.get("operation") == "OPTIMIZE"]  # fmt: skip
         sizes = table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
         found[str(path.relative_to(lake))] = {
             "count": len(rewritten), "rewritten_bytes": sum(rewritten),
@@ -268,12 +303,14 @@ def compactions(lake: Path) -> dict[str, dict[str, int]]:
 
 
 class Sampler(threading.Thread):
-    """Once a minute: the batch times of that minute per flow, memory, tables, checkpoints."""
+    """Once a minute: the batch times of that minute per flow, memory, tables, checkpoints;
+    the tables' new commits copied to ``copies`` (:func:`copy_commits`)."""
 
     def __init__(self, spark: Any, lake: Path, checkpoints: Path, since: float,
-                 records: Path) -> None:  # fmt: skip
+                 records: Path, copies: Path) -> None:  # fmt: skip
         super().__init__(daemon=True, name="soak-sampler")
         self.lake, self.checkpoints, self.since = lake, checkpoints, since
+        self.copies = copies
         # Samples go to a file, not to a list: the driver's memory is what is measured, and
         # a list growing every minute would be a trend of the benchmark's own making.
         self.records = records
@@ -371,6 +408,7 @@ class Sampler(threading.Thread):
         rt = self.runtime
         checkpoint_files, checkpoint_bytes = _tree(self.checkpoints)
         tables = self._reader.submit(table_samples, self.lake).result(timeout=300)
+        self._reader.submit(copy_commits, self.lake, self.copies).result(timeout=300)
         committed = jvm_committed(self.jvm_pid)
         jvm_rss = resident_bytes(self.jvm_pid)
         untracked = jvm_rss - committed.get("Total", jvm_rss)
@@ -568,33 +606,40 @@ def _minute_of(at: float, since: float) -> int:
     return int((at - since) // SAMPLE_SECONDS)
 
 
-def _latencies(settings: Any, w0: float, since: float) -> dict[str, dict[int, list[float]]]:
+def _latencies(
+    settings: Any, w0: float, since: float, copies: Path
+) -> dict[str, dict[int, list[float]]]:
     """Per minute after the warm-up: produce -> silver/orders (each row) and closed hour ->
-    gold/revenue_hourly (each hour), from the versions' commit times."""
-    from deltalake import DeltaTable
+    gold/revenue_hourly (each hour), from the versions' commit times (the ``copies`` of
+    the commits, :func:`copy_commits`)."""
+    from eventlake.storage import Location
 
-    def commits(path: Any) -> dict[int, float]:
-        return {int(c["version"]): c["timestamp"] / 1000 for c in DeltaTable(str(path)).history()}
+    def log(layer: str, table: str) -> Path:
+        return copies / layer / table / "_delta_log"
 
-    bronze_path = settings.lake.table_path("bronze", "orders")
+    def commits(layer: str, table: str) -> dict[int, float]:
+        return {v: c["timestamp"] / 1000 for v, c in _commit_infos(log(layer, table)).items()}
+
+    def rows(layer: str, table: str, columns: list[str]) -> dict[int, list[dict[str, Any]]]:
+        path = settings.lake.table_path(layer, table)
+        return rows_by_version(path, columns, Location(log(layer, table)))
+
     produced = {(r["partition"], r["offset"]): epoch(r["kafka_timestamp"])
-                for rows in rows_by_version(bronze_path, ["partition", "offset",
-                                                          "kafka_timestamp"]).values()
-                for r in rows}  # fmt: skip
+                for rows_ in rows("bronze", "orders", ["partition", "offset",
+                                                       "kafka_timestamp"]).values()
+                for r in rows_}  # fmt: skip
     out: dict[str, dict[int, list[float]]] = {"silver": defaultdict(list),
                                               "gold": defaultdict(list)}  # fmt: skip
-    silver_path = settings.lake.table_path("silver", "orders")
-    at = commits(silver_path)
-    for v, rows in rows_by_version(silver_path, ["partition", "offset"]).items():
-        for r in rows:
+    at = commits("silver", "orders")
+    for v, silver_rows in rows("silver", "orders", ["partition", "offset"]).items():
+        for r in silver_rows:
             sent = produced.get((r["partition"], r["offset"]))
             if sent is not None and sent >= since:
                 out["silver"][_minute_of(at[v], since)].append(at[v] - sent)
-    gold_path = settings.lake.table_path("gold", "revenue_hourly")
-    at = commits(gold_path)
+    at = commits("gold", "revenue_hourly")
     shown: dict[float, float] = {}
-    for v, rows in rows_by_version(gold_path, ["window_end"]).items():
-        for r in rows:
+    for v, gold_rows in rows("gold", "revenue_hourly", ["window_end"]).items():
+        for r in gold_rows:
             shown.setdefault(epoch(r["window_end"]), at[v])
     for end, when in shown.items():
         # The first order whose event time passed the hour's end plus the watermark delay
@@ -656,8 +701,9 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
     w0 = time.time()
     since = w0 + WARMUP_SECONDS
     until = since + minutes * 60
+    copies = root / "commits"
     sampler = Sampler(spark, settings.lake.root.path, settings.checkpoints.root.path, since,
-                      root / "samples.jsonl")  # fmt: skip
+                      root / "samples.jsonl", copies)  # fmt: skip
     listeners[0].observers.append(sampler.observe)  # each listener sees every query
     sampler.start()
     watch = StallWatch(since)
@@ -691,14 +737,15 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
         r.join()
     for listener in listeners:
         listener.close()
-    lat = _latencies(settings, w0, since)
+    copy_commits(settings.lake.root.path, copies)
+    lat = _latencies(settings, w0, since, copies)
     latency = {hop: {str(m): percentiles(v) for m, v in sorted(per.items())}
                for hop, per in lat.items()}  # fmt: skip
     flows = {name: t.batches for name, t in listeners[0].snapshot().items()}
     return {"maintenance": maintenance, "minutes": minutes, "orders_per_second": rate,
             "changes_per_second": cdc_rate, "samples": sampler.samples(), "latency": latency,
             "batches": flows, "scheduler_pools": pools, "trimmed_at_end": trim,
-            "compactions": compactions(settings.lake.root.path),
+            "compactions": compactions(settings.lake.root.path, copies),
             "safepoints": safepoints(root / SAFEPOINT_LOG, since, until),
             "driver_stalls": watch.stalls}  # fmt: skip
 

@@ -37,3 +37,34 @@ def test_the_columns_asked_for_only(tmp_path: Path) -> None:
     table = tmp_path / "t"
     _append(table, [1])
     assert rows_by_version(Location(str(table)), ["tag"]) == {0: [{"tag": "t1"}]}
+
+
+def test_a_trimmed_log_is_read_from_the_soaks_copies_of_its_commits(tmp_path: Path) -> None:
+    """The run's maintenance trims a table's log; the soak copies each commit as it
+    appears, and the rows of every version are read from the copies after the run."""
+    from bench.soak import copy_commits
+    from eventlake.connectors.delta.log_checkpoints import trim_log, trim_start
+    from eventlake.storage.local import LocalStorage
+
+    lake, copies = tmp_path / "lake", tmp_path / "commits"
+    table = lake / "silver" / "t"
+    for n in range(6):
+        _append(table, [n])
+    assert copy_commits(lake, copies) == 6
+    DeltaTable(str(table)).create_checkpoint()  # at version 5
+    for n in range(6, 9):
+        _append(table, [n])
+    assert copy_commits(lake, copies) == 3  # the new ones only
+    log = table / "_delta_log"
+    names = sorted(p.name for p in log.iterdir())
+    start = trim_start(names, keep_commits=2, keep_from=None)
+    assert start == 5
+    trim_log(LocalStorage(), Location(str(log)), names, start)
+
+    trimmed = rows_by_version(Location(str(table)), ["id"])
+    copied = rows_by_version(
+        Location(str(table)), ["id"], Location(str(copies / "silver" / "t" / "_delta_log"))
+    )
+
+    assert sorted(trimmed) == [5, 6, 7, 8]
+    assert {v: [r["id"] for r in copied[v]] for v in copied} == {n: [n] for n in range(9)}
