@@ -75,6 +75,8 @@ class TableFiles:
     small_files: int
     #: The small files' bytes together.
     small_files_bytes: int
+    #: The table's id (its ``metaData``), which a streaming reader's offsets name.
+    table_id: str = ""
 
     @property
     def small_ratio(self) -> float:
@@ -216,7 +218,8 @@ def table_files(spark: SparkSession | None, path: Location, small_bytes: int) ->
     ).head()
     assert row is not None
     return TableFiles(int(snapshot.version()), int(row["n"]), int(row["bytes"]),
-                      int(row["small"] or 0), int(row["small_bytes"] or 0))  # fmt: skip
+                      int(row["small"] or 0), int(row["small_bytes"] or 0),
+                      str(snapshot.metadata().id()))  # fmt: skip
 
 
 #: After compacting a table, the service rests as long as the compaction took (at most
@@ -343,7 +346,8 @@ def _files_of(table: Any, small_bytes: int) -> TableFiles:
     small_sizes = pc.filter(sizes, pc.less(sizes, small_bytes))
     total = int(pc.sum(sizes).as_py() or 0)
     small_total = int(pc.sum(small_sizes).as_py() or 0)
-    return TableFiles(int(table.version()), len(sizes), total, len(small_sizes), small_total)
+    return TableFiles(int(table.version()), len(sizes), total, len(small_sizes), small_total,
+                      str(table.metadata().id))  # fmt: skip
 
 
 def maintenance_session(spark: SparkSession) -> SparkSession:
@@ -624,10 +628,11 @@ def bound_log(
     readers: Iterable[Location],
     *,
     dry_run: bool = False,
+    known_id: str = "",
 ) -> Action | None:
     """Trim the table's log to its newest ``keep_commits`` commits (back to a checkpoint),
     keeping every commit a reading checkpoint (``readers``) may replay; None when there is
-    nothing to remove."""
+    nothing to remove. ``known_id``: the table's id when the caller has read it."""
     from eventlake.connectors.delta.log_checkpoints import trim_log, trim_start
     from eventlake.storage import filesystem
 
@@ -636,7 +641,7 @@ def bound_log(
     names = storage.list_names(log_)
     if len(commit_versions(names)) <= keep_commits:
         return None
-    needed = reader_versions(path, readers, table_id(spark, path))
+    needed = reader_versions(path, readers, known_id or table_id(spark, path))
     start = trim_start(names, keep_commits, min(needed, default=None))
     if start is None:
         return None
@@ -723,7 +728,8 @@ def maintain_table(
     if keep > 0 and (force or looked is None or before.version - looked >= max(keep // 10, 1)):
         readers = [*readers, *(project_checkpoints(checkpoints_root) if checkpoints_root else [])]
         try:
-            trimmed = bound_log(spark, path, keep, readers, dry_run=dry_run)
+            trimmed = bound_log(spark, path, keep, readers, dry_run=dry_run,
+                                known_id=before.table_id)  # fmt: skip
         except Exception as exc:  # an unreadable reader's checkpoint: looked at again later
             log.warning("trimming the log of %s failed: %s", path, exc)
             trimmed = Action("trim", now, 0.0, "failed", error=describe(exc))
