@@ -31,6 +31,7 @@ from eventlake.cluster.standalone import (
     master_ui_url,
 )
 from eventlake.config import Settings, SparkSettings
+from eventlake.connectors.delta.maintenance import FILES_IN_CHECKSUM, FILES_LISTED
 from eventlake.errors import ErrorCode, EventlakeError, translate
 from eventlake.jvm_code import JAR_NAME, fs_jar, spark_jars
 from eventlake.processes import scoped_env
@@ -149,6 +150,9 @@ def spark_conf(
     # 1-5 s. Sink tables leave theirs to eventlake's LogCheckpoints, off the batch's path;
     # other new tables checkpoint every 100 commits.
     conf[DEFAULT_CHECKPOINT_INTERVAL_CONF] = "100"
+    # Every commit lists the table's files in its checksum while it has at most this many,
+    # so a commit that raced a compaction leaves no writer a snapshot state to rebuild.
+    conf[FILES_IN_CHECKSUM] = str(FILES_LISTED)
     # Spark lists _delta_log at every Delta operation; on a local or HDFS table each file
     # kept there is listed (bench/delta_log.py). A commit leaves three files there instead
     # of four: no hidden Hadoop checksum of the commit (Delta writes its own checksum

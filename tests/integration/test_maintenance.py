@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +29,12 @@ from eventlake.connectors import (
     kafka_records,
 )
 from eventlake.connectors.delta import TableState, maintain_table
-from eventlake.connectors.delta.maintenance import prepare_file_list
+from eventlake.connectors.delta.maintenance import (
+    FILES_IN_CHECKSUM,
+    FILES_IN_CHECKSUM_DEFAULT,
+    FILES_LISTED,
+    prepare_file_list,
+)
 from eventlake.connectors.delta.tables import ensure_delta_table
 from eventlake.errors import Recovery, translate
 from eventlake.kafka import produce
@@ -441,6 +448,16 @@ def _checksum(path: Path) -> dict[str, Any]:
     return json.loads((path / "_delta_log" / f"{newest:020d}.crc").read_text())
 
 
+@contextmanager
+def _deltas_own_listing(spark: SparkSession) -> Iterator[None]:
+    """Delta's own bound for listing files in a checksum (50) instead of eventlake's."""
+    spark.conf.set(FILES_IN_CHECKSUM, str(FILES_IN_CHECKSUM_DEFAULT))
+    try:
+        yield
+    finally:
+        spark.conf.set(FILES_IN_CHECKSUM, str(FILES_LISTED))
+
+
 def test_the_batch_after_a_compaction_does_not_rebuild_the_tables_state(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -448,14 +465,26 @@ def test_the_batch_after_a_compaction_does_not_rebuild_the_tables_state(
     the commit after a compaction that brought it under 50 would rebuild the whole snapshot
     state (extra Spark jobs, ~2 s on 2 cores) inside the writer's batch."""
     settings = MaintenanceSettings(compact_min_files=2)
+    assert spark.conf.get(FILES_IN_CHECKSUM) == str(FILES_LISTED)  # eventlake's session
 
-    # Delta's OPTIMIZE alone: the first append after it runs more jobs than the next one.
-    plain = tmp_path / "plain"
-    append = _spread_table(spark, plain, 60)
-    spark.sql(f"OPTIMIZE delta.`{plain}`")
-    assert "allFiles" not in _checksum(plain)
-    rebuilt, steady = _jobs(spark, append), _jobs(spark, append)
-    assert rebuilt > steady
+    with _deltas_own_listing(spark):
+        # Delta's OPTIMIZE alone: the first append after it runs more jobs than the next one.
+        plain = tmp_path / "plain"
+        append = _spread_table(spark, plain, 60)
+        spark.sql(f"OPTIMIZE delta.`{plain}`")
+        assert "allFiles" not in _checksum(plain)
+        rebuilt, steady = _jobs(spark, append), _jobs(spark, append)
+        assert rebuilt > steady
+
+        # A commit came between (the compaction could not list the files): the state is
+        # built by the compaction; the writer's next batch only collects the list from it.
+        raced = tmp_path / "raced"
+        append = _spread_table(spark, raced, 60)
+        spark.sql(f"OPTIMIZE delta.`{raced}`")
+        assert prepare_file_list(spark, Location(str(raced)), FILES_IN_CHECKSUM_DEFAULT)
+        assert _jobs(spark, append) < rebuilt
+        assert _jobs(spark, append) == steady
+        assert not prepare_file_list(spark, Location(str(raced)), FILES_IN_CHECKSUM_DEFAULT)
 
     # A compaction of the run: its commit's checksum lists the table's files.
     path = tmp_path / "compacted"
@@ -467,15 +496,29 @@ def test_the_batch_after_a_compaction_does_not_rebuild_the_tables_state(
     assert _jobs(spark, append) == _jobs(spark, append) == steady
     assert len(read_delta(path)) == 602
 
-    # A writer's commit came between (the compaction could not list the files): the state
-    # is built by the compaction; the writer's next batch only collects the list from it.
-    raced = tmp_path / "raced"
-    append = _spread_table(spark, raced, 60)
-    spark.sql(f"OPTIMIZE delta.`{raced}`")
-    assert prepare_file_list(spark, Location(str(raced)), 50)
-    assert _jobs(spark, append) < rebuilt
-    assert _jobs(spark, append) == steady
-    assert not prepare_file_list(spark, Location(str(raced)), 50)  # listed now
+    # eventlake's sessions list up to FILES_LISTED files: appends racing a compaction list
+    # them, so does the compaction's commit after theirs, and no append after it rebuilds.
+    for attempt in range(3):
+        path = tmp_path / f"racing{attempt}"
+        append = _spread_table(spark, path, 60)
+        compaction = threading.Thread(target=spark.sql, args=(f"OPTIMIZE delta.`{path}`",))
+        compaction.start()
+        during = 0
+        while compaction.is_alive():
+            append()
+            during += 1
+        compaction.join()
+        history = DeltaTable(str(path)).history()
+        [optimized] = [h for h in history if h["operation"] == "OPTIMIZE"]
+        if optimized["readVersion"] < optimized["version"] - 1:
+            break  # an append committed while it ran
+    else:
+        pytest.fail("no append committed while OPTIMIZE ran, in 3 attempts")
+    log = path / "_delta_log"
+    for version in range(optimized["version"], DeltaTable(str(path)).version() + 1):
+        assert "allFiles" in json.loads((log / f"{version:020d}.crc").read_text()), version
+    assert [_jobs(spark, append) for _ in range(3)] == [steady] * 3
+    assert len(read_delta(path)) == 600 + during + 3
 
 
 def _commits(path: Path) -> list[int]:

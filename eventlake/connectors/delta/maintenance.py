@@ -56,6 +56,11 @@ _OPTIMIZE_MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
 #: (about 2 s on 2 cores) in the writer's next batch after nearly every compaction.
 FILES_IN_CHECKSUM = "spark.databricks.delta.allFilesInCrc.thresholdNumFiles"
 FILES_IN_CHECKSUM_DEFAULT = 50
+#: eventlake's sessions set it to this: a table that maintenance compacts at 64 small
+#: files stays under it, so every commit lists the files, a compaction's too when a
+#: writer's commit raced it, and no writer's batch rebuilds the list. A checksum listing
+#: 250 files of 10 columns is about 180 KB; an append took as long as with 50.
+FILES_LISTED = 256
 #: The margin kept over what a reader of the run needs (ms): clocks of writers and of
 #: this process may differ by that much.
 _READER_MARGIN_MS = 60 * 1000
@@ -377,9 +382,9 @@ def compact(
     work stays bounded however large the table grows. ``files``: the table's files now.
 
     A compaction that brings the table under :data:`FILES_IN_CHECKSUM` files leaves the
-    file list in its checksum (from the state it read anyway); when a writer's commit came
-    in between and it could not, the new snapshot's state is built here, so the writers'
-    next batches do not build it."""
+    file list in its checksum (from the state it read anyway, or from the checksum of a
+    writer's commit that came in between); when that commit listed none, the new
+    snapshot's state is built here, so the writers' next batches do not build it."""
     from delta.tables import DeltaTable
 
     spark.sparkContext.setLocalProperty("spark.job.description", f"eventlake: compact {path}")
