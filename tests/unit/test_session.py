@@ -61,6 +61,7 @@ def test_local_defaults() -> None:
     assert conf[PARQUET_VECTORED_IO] == "false"
     assert conf[CODEGEN_CACHE_ENTRIES] == "500"
     assert conf[POLLING_DELAY] == "250ms"  # Spark's 10 ms: 100 source requests/s when idle
+    assert conf["spark.databricks.delta.allFilesInCrc.thresholdNumFiles"] == "256"  # Delta: 50
     assert "spark.jars.packages" not in conf
 
 
@@ -73,6 +74,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
                 PARQUET_VECTORED_IO: "true",
                 CODEGEN_CACHE_ENTRIES: "4000",
                 POLLING_DELAY: "10ms",
+                "spark.databricks.delta.allFilesInCrc.thresholdNumFiles": "50",
             },
         ),
         JARS,
@@ -85,6 +87,7 @@ def test_cluster_master_keeps_spark_defaults_and_user_conf_wins() -> None:
     assert conf[PARQUET_VECTORED_IO] == "true"
     assert conf[CODEGEN_CACHE_ENTRIES] == "4000"
     assert conf[POLLING_DELAY] == "10ms"
+    assert conf["spark.databricks.delta.allFilesInCrc.thresholdNumFiles"] == "50"
 
 
 def test_the_users_java_options_keep_eventlakes_and_come_after_them() -> None:
