@@ -282,6 +282,29 @@ def _on_g1(java_options: str) -> bool:
     return not collectors or collectors[-1] == "-XX:+UseG1GC"
 
 
+#: Options that decide when or whether HotSpot's JIT compilers compile.
+_JIT = re.compile(
+    r"-XX:(?:CompileThresholdScaling=|TieredStopAtLevel=|[+-]TieredCompilation\b)|-X(?:int|comp)\b"
+)
+#: The JIT's thresholds in a run that ends, as a multiple of HotSpot's.
+FINITE_COMPILE_SCALING = 2
+
+
+def jit_option(finite: bool, java_options: str = "") -> str | None:
+    """The driver JVM's option that makes the JIT compile a method after twice HotSpot's
+    invocation and loop counts, in a run whose flows all end (``finite``); None in a run
+    that lasts or when ``java_options`` decide already.
+
+    On 2 cores HotSpot's two compiler threads took about 11.7 CPU-seconds of the golden
+    query's 16 (8.6 of them C2), beside 7.5 for the tasks: compiling methods that would not
+    run long enough to pay for it. At twice the thresholds they took 9.3 (C2 6.9) and the
+    query was faster in 8 of 10 alternating pairs (bench/results/jit-ab-2026-12-06.json).
+    A run that lasts compiles once and keeps HotSpot's thresholds."""
+    if not finite or _JIT.search(java_options):
+        return None
+    return f"-XX:CompileThresholdScaling={FINITE_COMPILE_SCALING}"
+
+
 #: An option that decides what ``System.gc()`` does.
 _EXPLICIT_GC = re.compile(r"-XX:[+-](?:DisableExplicitGC|ExplicitGCInvokesConcurrent)\b")
 
@@ -659,7 +682,8 @@ def get_spark(
     ``spark.native_trim_seconds`` where its Java can, and collects garbage with
     ``spark.gc``'s collector (:func:`gc_option`; ``finite``: the session is for a run whose
     flows all end), on G1 with ``System.gc()`` a concurrent cycle
-    (:func:`explicit_gc_option`) and a fixed marking threshold (:func:`ihop_option`). These
+    (:func:`explicit_gc_option`) and a fixed marking threshold (:func:`ihop_option`), and in
+    a run that ends compiles with raised JIT thresholds (:func:`jit_option`). These
     come before ``spark.conf``'s own ``spark.driver.extraJavaOptions``, which win on a
     conflict. It allocates native memory with ``spark.allocator``
     (:mod:`eventlake.allocator`)."""
@@ -695,7 +719,9 @@ def get_spark(
                 gc = gc_option(settings.spark.gc, finite, user_options)
                 chosen = f"{gc or ''} {user_options}"
                 explicit, ihop = explicit_gc_option(chosen), ihop_option(chosen)
-                java_options = " ".join(o for o in (java_options, trim, gc, explicit, ihop) if o)
+                jit = jit_option(finite, user_options)
+                options = (java_options, trim, gc, explicit, ihop, jit)
+                java_options = " ".join(o for o in options if o)
                 if java_options:
                     conf[DRIVER_JAVA_OPTIONS] = f"{java_options} {user_options}".strip()
                 page = task_page_size(conf)

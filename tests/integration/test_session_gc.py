@@ -2,7 +2,8 @@
 all end, G1 (short pauses) for one that lasts; a collector the user names wins. Under G1
 with a local master, tasks' memory pages stay below G1's humongous size; ``System.gc()``
 (Spark's periodic clean-up) is a concurrent cycle there, not a full collection, and G1
-marks the old generation at a fixed share of the heap."""
+marks the old generation at a fixed share of the heap. A run that ends compiles with
+twice HotSpot's JIT thresholds; a lasting one keeps HotSpot's."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ print(json.dumps(sorted(b.getName() for b in beans)))
 Path(sys.argv[1], "pages.json").write_text(
     json.dumps(jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes())
 )
+bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+    jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+)
+scaling = bean.getVMOption("CompileThresholdScaling")
+Path(sys.argv[1], "jit.json").write_text(
+    json.dumps([float(scaling.getValue()), str(scaling.getOrigin())])
+)
 """
 
 
@@ -46,16 +54,22 @@ def _diagnostics(spark: SparkSession) -> Any:
     )
 
 
-def test_a_run_whose_flows_end_collects_with_parallel(tmp_path: Path) -> None:
+def test_a_run_whose_flows_end_collects_with_parallel_and_compiles_later(
+    tmp_path: Path,
+) -> None:
     assert _collectors(tmp_path, "available-now", {}) == ["PS MarkSweep", "PS Scavenge"]
     # Spark's own page size there (the execution pool / cores / 16, at least 1 MiB).
     pages = json.loads((tmp_path / "pages.json").read_text())
     assert pages >= 1024 * 1024
+    # Given on the JVM's command line: twice HotSpot's thresholds.
+    assert json.loads((tmp_path / "jit.json").read_text()) == [2.0, "VM_CREATION"]
 
 
-def test_a_collector_the_user_names_wins(tmp_path: Path) -> None:
-    conf = {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"}
+def test_a_collector_and_jit_thresholds_the_user_names_win(tmp_path: Path) -> None:
+    options = "-XX:+UseSerialGC -XX:CompileThresholdScaling=0.5"
+    conf = {"spark.driver.extraJavaOptions": options}
     assert _collectors(tmp_path, "available-now", conf) == ["Copy", "MarkSweepCompact"]
+    assert json.loads((tmp_path / "jit.json").read_text()) == [0.5, "VM_CREATION"]
 
 
 def test_a_session_for_a_run_that_lasts_collects_with_g1(spark: SparkSession) -> None:
@@ -65,6 +79,14 @@ def test_a_session_for_a_run_that_lasts_collects_with_g1(spark: SparkSession) ->
     beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = sorted(b.getName() for b in beans)
     assert "G1 Young Generation" in names
+
+
+def test_a_session_for_a_run_that_lasts_keeps_hotspots_jit_thresholds(
+    spark: SparkSession,
+) -> None:
+    scaling = _diagnostics(spark).getVMOption("CompileThresholdScaling")
+    assert float(scaling.getValue()) == 1.0
+    assert str(scaling.getOrigin()) == "DEFAULT"
 
 
 def test_a_lasting_local_session_keeps_task_pages_below_g1s_humongous_size(

@@ -346,3 +346,19 @@ def test_task_pages_are_a_quarter_of_g1s_region_under_a_local_master() -> None:
     assert task_page_size({**local, DRIVER_JAVA_OPTIONS: "-XX:+UseG1GC"}) == "256k"
     assert task_page_size({"spark.master": "spark://127.0.0.1:7077"}) is None
     assert task_page_size({**local, "spark.driver.memory": "lots"}) is None
+
+
+def test_a_run_that_ends_raises_the_jit_thresholds_unless_the_user_decides() -> None:
+    from eventlake.session import jit_option
+
+    assert jit_option(finite=True) == "-XX:CompileThresholdScaling=2"
+    assert jit_option(finite=False) is None  # a run that lasts: HotSpot's thresholds
+    assert jit_option(True, "-Xss4m -XX:+UseParallelGC") == "-XX:CompileThresholdScaling=2"
+    for own in (
+        "-XX:CompileThresholdScaling=1",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:-TieredCompilation",
+        "-Xss4m -Xint",
+        "-Xcomp",
+    ):
+        assert jit_option(True, own) is None, own
