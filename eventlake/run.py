@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from eventlake.config import Settings
+from eventlake.connectors.delta.tables import plain_delta_rs_errors
 from eventlake.errors import EventlakeError
 from eventlake.monitoring import ProgressListener
 from eventlake.operations.late_rows import LateKeeper
@@ -65,6 +66,7 @@ def run_pipeline(
     ``metrics_port`` (else ``metrics.port``; 0 picks a free one) serves ``/metrics``,
     ``/api/status`` and the dashboard while the run lasts; ``on_serve`` gets its URL.
     """
+    plain_delta_rs_errors()
     if isinstance(pipeline, str):
         registry = registry if registry is not None else project_pipelines(settings, modules)
         pipeline = registry.get(pipeline)

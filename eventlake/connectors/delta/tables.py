@@ -3,6 +3,7 @@ is created, its row count from the log, its change data feed switch."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,20 @@ if TYPE_CHECKING:
 
     from eventlake.context import FlowConfig
     from eventlake.storage import Location
+
+#: Whether Rust libraries capture a backtrace in their errors; read once, at the first.
+RUST_LIB_BACKTRACE = "RUST_LIB_BACKTRACE"
+
+
+def plain_delta_rs_errors() -> None:
+    """delta-rs's errors without a backtrace, unless ``RUST_LIB_BACKTRACE`` asks for one.
+
+    With ``RUST_BACKTRACE=1`` in the environment, each delta-rs error carries a backtrace
+    that is resolved as the error is raised: the process parses native debug info and
+    keeps it, about 30 MiB for the rest of the run (a maintenance read that raced a commit
+    did this in a soak). A panic still prints its backtrace (``RUST_BACKTRACE``)."""
+    os.environ.setdefault(RUST_LIB_BACKTRACE, "0")
+
 
 #: The table property that sets how often Delta checkpoints a table's log inline.
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"

@@ -1,0 +1,76 @@
+"""delta-rs's errors in a run: no backtrace resolved into the process's memory unless the
+user asks for one (``RUST_LIB_BACKTRACE``), even with ``RUST_BACKTRACE=1`` set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+#: A process that reads a delta-rs table whose log has a checksum newer than its newest
+#: commit (what a maintenance read racing a commit saw in a soak), three times.
+READ = """
+import json, os, sys
+if sys.argv[2] == "plain":
+    from eventlake.connectors.delta.tables import plain_delta_rs_errors
+    plain_delta_rs_errors()
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+def anon_mib():
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+
+path = sys.argv[1]
+write_deltalake(path, pa.table({"a": [1, 2]}))
+DeltaTable(path).to_pyarrow_table()
+open(os.path.join(path, "_delta_log", "00000000000000000005.crc"), "w").write("{}")
+before = anon_mib()
+errors = []
+for _ in range(3):
+    try:
+        DeltaTable(path)
+    except Exception as e:
+        errors.append(str(e))
+print(json.dumps({"errors": errors, "grew_mib": anon_mib() - before}))
+"""
+
+
+def _read(tmp_path: Path, mode: str, **env: str) -> tuple[list[str], float]:
+    """The errors of :data:`READ` in a new process with ``RUST_BACKTRACE=1``, and how much
+    its anonymous memory grew over them (MiB)."""
+    environ = {k: v for k, v in os.environ.items() if k != "RUST_LIB_BACKTRACE"}
+    done = subprocess.run(
+        [sys.executable, "-c", READ, str(tmp_path / mode), mode],
+        env={**environ, "RUST_BACKTRACE": "1", **env},
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    errors = [str(e) for e in out["errors"]]
+    assert len(errors) == 3
+    assert all("newer than log segment" in e for e in errors)
+    return errors, float(out["grew_mib"])
+
+
+def _has_backtrace(error: str) -> bool:
+    return "\n   0: " in error
+
+
+def test_plain_errors_carry_no_backtrace_and_keep_no_memory(tmp_path: Path) -> None:
+    errors, grew = _read(tmp_path, "plain")
+    assert not any(_has_backtrace(e) for e in errors)
+    assert grew < 8
+
+
+def test_rust_backtrace_alone_resolves_one_into_every_error(tmp_path: Path) -> None:
+    # What the run turns off: delta-rs with RUST_BACKTRACE=1 and nothing else.
+    errors, _ = _read(tmp_path, "unset")
+    assert all(_has_backtrace(e) for e in errors)
+
+
+def test_the_users_rust_lib_backtrace_wins(tmp_path: Path) -> None:
+    errors, _ = _read(tmp_path, "plain", RUST_LIB_BACKTRACE="1")
+    assert all(_has_backtrace(e) for e in errors)
