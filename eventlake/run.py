@@ -65,6 +65,8 @@ def run_pipeline(
     runs a subset.
     ``metrics_port`` (else ``metrics.port``; 0 picks a free one) serves ``/metrics``,
     ``/api/status`` and the dashboard while the run lasts; ``on_serve`` gets its URL.
+    delta-rs's errors come without a backtrace unless ``RUST_LIB_BACKTRACE`` is set
+    (:func:`~eventlake.connectors.delta.tables.plain_delta_rs_errors`).
     """
     plain_delta_rs_errors()
     if isinstance(pipeline, str):
