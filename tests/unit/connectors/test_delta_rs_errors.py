@@ -18,11 +18,10 @@ if sys.argv[2] == "plain":
     plain_delta_rs_errors()
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
+from eventlake.testing import resident_bytes
 
 def anon_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1]) / 1024
+    return resident_bytes("self", "RssAnon") / 2**20
 
 path = sys.argv[1]
 write_deltalake(path, pa.table({"a": [1, 2]}))
