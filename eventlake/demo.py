@@ -350,12 +350,10 @@ TABLES = (
 
 
 def _collect(summary: DemoSummary, settings: Settings, bootstrap: str, high: str) -> None:
-    from deltalake import DeltaTable
-
-    from eventlake.connectors.delta.tables import rows_of
+    from eventlake.connectors.delta.tables import open_delta_rs, rows_of
 
     for layer, name in TABLES:
-        table = DeltaTable(str(settings.lake.table_path(layer, name)))
+        table = open_delta_rs(settings.lake.table_path(layer, name))
         summary.tables[f"{layer}/{name}"] = (rows_of(table), int(table.version()))
     summary.high_value_records = sum(topic_offsets(bootstrap, high).values())
 

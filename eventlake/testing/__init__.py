@@ -76,9 +76,9 @@ def read_delta(path: Location | Path | str) -> pa.Table:
 
 def delta_version(path: Location | Path | str) -> int:
     """The latest committed version of a Delta table, read with delta-rs."""
-    from deltalake import DeltaTable
+    from eventlake.connectors.delta import open_delta_rs
 
-    return int(DeltaTable(str(path)).version())
+    return int(open_delta_rs(path).version())
 
 
 def codegen_compilations(spark: SparkSession) -> int:

@@ -42,6 +42,7 @@ from eventlake.connectors.delta.tables import (
     delta_row_count,
     enable_change_feed,
     ensure_delta_table,
+    open_delta_rs,
     read_arrow,
     sink_checkpoint_interval,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "maintenance",
     "marked_commits",
     "newest_marked_batch",
+    "open_delta_rs",
     "read_arrow",
     "sink_checkpoint_interval",
     "sink_committed",

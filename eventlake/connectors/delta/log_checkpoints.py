@@ -17,7 +17,11 @@ from eventlake.connectors.delta.commits import (
     newest_version,
     orphaned_log_files,
 )
-from eventlake.connectors.delta.tables import CHECKPOINT_INTERVAL_PROPERTY, NO_INLINE_CHECKPOINTS
+from eventlake.connectors.delta.tables import (
+    CHECKPOINT_INTERVAL_PROPERTY,
+    NO_INLINE_CHECKPOINTS,
+    open_delta_rs,
+)
 from eventlake.scope import DueWork
 
 if TYPE_CHECKING:
@@ -179,9 +183,7 @@ class LogCheckpoints:
     def _checkpoint_with_delta_rs(path: Location) -> int | None:
         """A local table's checkpoint and log cleanup by delta-rs: tens of milliseconds,
         where Spark's takes seconds of the cores the batches run on."""
-        from deltalake import DeltaTable
-
-        table = DeltaTable(str(path))
+        table = open_delta_rs(path)
         interval = table.metadata().configuration.get(CHECKPOINT_INTERVAL_PROPERTY)
         if interval != str(NO_INLINE_CHECKPOINTS):
             return None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eventlake.connectors.delta.commits import commit_versions, newest_version
-from eventlake.connectors.delta.tables import path_identifier
+from eventlake.connectors.delta.tables import open_delta_rs, path_identifier
 from eventlake.durations import duration_ms
 from eventlake.errors import describe
 from eventlake.scope import DueWork
@@ -192,11 +192,10 @@ def table_files(spark: SparkSession | None, path: Location, small_bytes: int) ->
     """The table's data files now (delta-rs for a local table, Spark's snapshot for a
     URI); None when there is no table."""
     if path.is_local:
-        from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
         try:
-            return _files_of(DeltaTable(str(path)), small_bytes)
+            return _files_of(open_delta_rs(path), small_bytes)
         except TableNotFoundError:
             return None
     assert spark is not None
@@ -275,9 +274,7 @@ def recent_history(path: Location) -> list[dict[str, Any]]:
     for a table that is not local."""
     if not path.is_local:
         return []
-    from deltalake import DeltaTable
-
-    return list(DeltaTable(str(path)).history(HISTORY_COMMITS))
+    return list(open_delta_rs(path).history(HISTORY_COMMITS))
 
 
 def _maintenance_in(
@@ -308,7 +305,6 @@ class TableReader:
         self, path: Location, small_bytes: int
     ) -> tuple[TableFiles, dict[str, dict[str, Any]]] | None:
         """The table's files now and its last maintenance by kind; None: no table."""
-        from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
         from eventlake.storage import filesystem
@@ -330,7 +326,7 @@ class TableReader:
                         log.debug("reading %s afresh: %s", path, e)
             if table is None:
                 try:
-                    table, seen = DeltaTable(str(path)), None
+                    table, seen = open_delta_rs(path), None
                 except TableNotFoundError:
                     return None
             version = int(table.version())
@@ -536,13 +532,11 @@ def vacuum(spark: SparkSession, path: Location, retention_ms: int) -> str:
 def _vacuum_with_delta_rs(path: Location, hours: float) -> str | None:
     """VACUUM a local table with delta-rs; None when delta-rs cannot (a table feature it
     does not write, or deletion vectors)."""
-    from deltalake import DeltaTable
-
     from eventlake.connectors.delta.tables import has_deletion_vectors
 
     whole = math.ceil(hours)  # delta-rs takes whole hours: rounded up, never less
     try:
-        table = DeltaTable(str(path))
+        table = open_delta_rs(path)
         if has_deletion_vectors(table):
             return None
         removed = table.vacuum(
@@ -618,9 +612,7 @@ def project_checkpoints(root: Location) -> list[Location]:
 def table_id(spark: SparkSession, path: Location) -> str:
     """The Delta table's id (its ``metaData``), which a streaming reader's offsets name."""
     if path.is_local:
-        from deltalake import DeltaTable
-
-        return str(DeltaTable(str(path)).metadata().id)
+        return str(open_delta_rs(path).metadata().id)
     detail = spark.sql(f"DESCRIBE DETAIL {path_identifier(str(path))}").first()
     assert detail is not None
     return str(detail["id"])

@@ -4,6 +4,7 @@ is created, its row count from the log, its change data feed switch."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,33 @@ def plain_delta_rs_errors() -> None:
     keeps it, about 30 MiB for the rest of the run (a maintenance read that raced a commit
     did this in a soak). A panic still prints its backtrace (``RUST_BACKTRACE``)."""
     os.environ.setdefault(RUST_LIB_BACKTRACE, "0")
+
+
+#: What delta-rs says when its listing of ``_delta_log`` caught a commit's checksum but
+#: not the commit itself, which was being written as it listed.
+_CHECKSUM_AHEAD = "is newer than log segment version"
+#: Seconds :func:`open_delta_rs` waits before each further read of such a table.
+REREAD_PAUSES = (0.05, 0.2, 0.5)
+
+
+def open_delta_rs(path: Location | Path | str) -> DeltaTable:
+    """The delta-rs table at ``path``, at its newest version.
+
+    A read that lists the log while a writer commits can see the new commit's checksum
+    file without the commit (directory listings are not snapshots), which delta-rs refuses
+    as a kernel error; the table is then read again, after :data:`REREAD_PAUSES`. Other
+    errors (:class:`deltalake.exceptions.TableNotFoundError` among them) are raised."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    for pause in REREAD_PAUSES:
+        try:
+            return DeltaTable(str(path))
+        except DeltaError as exc:
+            if _CHECKSUM_AHEAD not in str(exc):
+                raise
+        time.sleep(pause)
+    return DeltaTable(str(path))
 
 
 #: The table property that sets how often Delta checkpoints a table's log inline.
@@ -107,11 +135,10 @@ def sink_checkpoint_interval(ctx: FlowConfig) -> int | None:
 def delta_row_count(path: Location | Path) -> int | None:
     """Rows in the Delta table's current version (:func:`rows_of`, read with delta-rs, no
     Spark); None when there is no table at ``path``."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = DeltaTable(str(path))
+        table = open_delta_rs(path)
     except TableNotFoundError:
         return None
     return rows_of(table)
@@ -142,9 +169,8 @@ def read_arrow(path: Location | Path | str) -> pa.Table:
     """The Delta table's current rows, read with delta-rs (no Spark). A table with
     deletion vectors is read by delta-rs's own engine (its pyarrow dataset refuses them)."""
     import pyarrow as pa
-    from deltalake import DeltaTable
 
-    table = DeltaTable(str(path))
+    table = open_delta_rs(path)
     if has_deletion_vectors(table):
         return pa.table(table.scan())
     return table.to_pyarrow_table()

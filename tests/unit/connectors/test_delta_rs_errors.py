@@ -1,5 +1,6 @@
 """delta-rs's errors in a run: no backtrace resolved into the process's memory unless the
-user asks for one (``RUST_LIB_BACKTRACE``), even with ``RUST_BACKTRACE=1`` set."""
+user asks for one (``RUST_LIB_BACKTRACE``), even with ``RUST_BACKTRACE=1`` set; a read that
+raced a commit is read again."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import DeltaError, TableNotFoundError
+
+from eventlake.connectors.delta import open_delta_rs, table_files
+from eventlake.storage import Location
 
 #: A process that reads a delta-rs table whose log has a checksum newer than its newest
 #: commit (what a maintenance read racing a commit saw in a soak), three times.
@@ -73,3 +83,43 @@ def test_rust_backtrace_alone_resolves_one_into_every_error(tmp_path: Path) -> N
 def test_the_users_rust_lib_backtrace_wins(tmp_path: Path) -> None:
     errors, _ = _read(tmp_path, "plain", RUST_LIB_BACKTRACE="1")
     assert all(_has_backtrace(e) for e in errors)
+
+
+def _checksum_ahead(path: Path) -> Path:
+    """A table of two commits whose log shows the second one's checksum but not the commit
+    (what a listing racing a commit sees); returns where the commit was put aside."""
+    write_deltalake(str(path), pa.table({"a": [1]}))
+    write_deltalake(str(path), pa.table({"a": [2]}), mode="append")
+    log = path / "_delta_log"
+    (log / f"{1:020d}.crc").write_text("{}")
+    aside = path.parent / f"{path.name}-commit-1.json"
+    (log / f"{1:020d}.json").rename(aside)
+    return aside
+
+
+def test_a_read_racing_a_commit_reads_the_table_again(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    aside = _checksum_ahead(path)
+    with pytest.raises(DeltaError, match="newer than log segment"):
+        DeltaTable(str(path))
+    committed = threading.Timer(0.1, aside.rename, [path / "_delta_log" / f"{1:020d}.json"])
+    committed.start()
+    try:
+        files = table_files(None, Location(path), small_bytes=2**20)
+    finally:
+        committed.join()
+    assert files is not None
+    assert (files.version, files.files) == (1, 2)
+    assert open_delta_rs(path).to_pyarrow_table().num_rows == 2
+
+
+def test_a_checksum_whose_commit_never_comes_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _checksum_ahead(path)
+    with pytest.raises(DeltaError, match="newer than log segment"):
+        open_delta_rs(path)
+
+
+def test_other_errors_are_not_read_again(tmp_path: Path) -> None:
+    with pytest.raises(TableNotFoundError):
+        open_delta_rs(tmp_path / "none")
