@@ -27,6 +27,7 @@ from eventlake.cli.operations import (
 from eventlake.cli.pipelines import list_pipelines, run, validate
 from eventlake.cli.postgres import postgres_app
 from eventlake.cli.state import CliState
+from eventlake.connectors.delta.tables import plain_delta_rs_errors
 from eventlake.errors import EventlakeError
 from eventlake.secrets import mask_text, masked
 
@@ -135,6 +136,7 @@ def submit_file() -> None:
 
 
 def main() -> None:
+    plain_delta_rs_errors()
     state = CliState()
     try:
         app(obj=state)

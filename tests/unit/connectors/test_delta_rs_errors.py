@@ -123,3 +123,14 @@ def test_a_checksum_whose_commit_never_comes_is_an_error(tmp_path: Path) -> None
 def test_other_errors_are_not_read_again(tmp_path: Path) -> None:
     with pytest.raises(TableNotFoundError):
         open_delta_rs(tmp_path / "none")
+
+
+def test_the_cli_sets_plain_errors_before_any_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventlake.cli.main import main
+
+    monkeypatch.delenv("RUST_LIB_BACKTRACE", raising=False)
+    monkeypatch.setattr(sys, "argv", ["eventlake", "--help"])
+    with pytest.raises(SystemExit) as done:
+        main()
+    assert done.value.code == 0
+    assert os.environ["RUST_LIB_BACKTRACE"] == "0"
