@@ -3,12 +3,8 @@
 glibc keeps the memory that the driver's native code (librdkafka, delta-rs, pyarrow,
 Python's larger objects) frees, for reuse; over hours of batches what it holds free grows
 (the soak: +7 MiB an hour, all given back by one trim at its end). ``malloc_trim(0)``
-returns the free pages of every arena but not the free top of a thread's arena: that
-goes back only when a ``free`` leaves more than glibc's trim threshold there, and glibc
-raises the threshold (to twice the largest mmapped block freed so far, up to 64 MiB), so
-the arenas of delta-rs's and librdkafka's threads kept megabytes each (soak AQ). The
-service holds the threshold at glibc's initial 128 KiB. The driver JVM trims its own C heap
-(HotSpot's periodic trim); this does the same for the Python process, at the same interval
+returns the free pages of every arena. The driver JVM trims its own C heap (HotSpot's
+periodic trim); this does the same for the Python process, at the same interval
 (``spark.native_trim_seconds``).
 """
 
@@ -42,25 +38,6 @@ def malloc_trim() -> Trim | None:
     return call
 
 
-#: glibc's ``mallopt`` parameter for the free bytes an arena keeps at its top.
-M_TRIM_THRESHOLD = -1
-#: The trim threshold the run holds: glibc's initial one, no longer raised.
-TRIM_THRESHOLD_BYTES = 128 * 1024
-
-
-def hold_trim_threshold() -> bool:
-    """glibc's trim threshold fixed at :data:`TRIM_THRESHOLD_BYTES` for this process (it
-    also stops glibc raising its mmap threshold); False where the C library has no
-    ``mallopt`` or refused."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
-
-
 class NativeTrim:
     """A run's service: every ``seconds`` the process's C allocator gives back what it holds
     free (nothing when ``seconds`` is 0 or the C library cannot trim)."""
@@ -80,8 +57,6 @@ class NativeTrim:
         if not self.active:
             log.info("not trimming the driver's C heap (interval %s s)", self.seconds)
             return
-        if not hold_trim_threshold():
-            log.info("glibc's trim threshold not held: no mallopt")
         self._thread = threading.Thread(target=self._run, name=TRIM_THREAD, daemon=True)
         self._thread.start()
 

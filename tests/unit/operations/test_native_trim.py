@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 
 from eventlake.operations.native_trim import TRIM_THREAD, NativeTrim, malloc_trim
@@ -74,57 +72,3 @@ def test_a_trim_that_fails_stops_trimming_and_the_run_goes_on() -> None:
     trim.close()
     assert calls == [1]
     assert trim.trims == 0
-
-
-#: A process whose new thread frees 6 MiB at the top of its own glibc arena after freeing a
-#: 4-MiB mmapped block (which raises glibc's thresholds), with the run's trim service on or
-#: off; then a malloc_trim(0). Prints how much of the 6 MiB stayed resident (MiB).
-FREED_AT_AN_ARENAS_TOP = """
-import ctypes, sys, threading
-from eventlake.operations.native_trim import NativeTrim, malloc_trim
-from eventlake.testing import resident_bytes
-
-libc = ctypes.CDLL(None)
-libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
-MiB = 2**20
-service = NativeTrim(3600 if sys.argv[1] == "on" else 0)
-service.start()
-kept = []
-
-def work():
-    block = libc.malloc(4 * MiB)
-    ctypes.memset(block, 1, 4 * MiB)
-    libc.free(block)
-    before = resident_bytes("self", "RssAnon")
-    blocks = [libc.malloc(3 * MiB) for _ in range(2)]
-    for b in blocks:
-        ctypes.memset(b, 1, 3 * MiB)
-    for b in reversed(blocks):
-        libc.free(b)
-    trim = malloc_trim()
-    assert trim is not None
-    trim()
-    kept.append((resident_bytes("self", "RssAnon") - before) / MiB)
-
-worker = threading.Thread(target=work)
-worker.start()
-worker.join()
-service.close()
-print(kept[0])
-"""
-
-
-def _kept_at_an_arenas_top(service: str) -> float:
-    done = subprocess.run([sys.executable, "-c", FREED_AT_AN_ARENAS_TOP, service],
-                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
-    return float(done.stdout.strip().splitlines()[-1])
-
-
-def test_an_arenas_freed_top_goes_back_with_the_service_on() -> None:
-    assert _kept_at_an_arenas_top("on") < 1
-
-
-def test_without_it_glibc_keeps_an_arenas_freed_top_past_a_trim() -> None:
-    # What the service changes: glibc's raised trim threshold, which malloc_trim(0) ignores.
-    assert _kept_at_an_arenas_top("off") > 5
