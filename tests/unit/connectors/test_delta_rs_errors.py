@@ -120,9 +120,14 @@ def test_a_checksum_whose_commit_never_comes_is_an_error(tmp_path: Path) -> None
         open_delta_rs(path)
 
 
-def test_other_errors_are_not_read_again(tmp_path: Path) -> None:
+def test_other_errors_are_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventlake.connectors.delta import tables
+
+    pauses: list[float] = []
+    monkeypatch.setattr(tables.time, "sleep", pauses.append)
     with pytest.raises(TableNotFoundError):
         open_delta_rs(tmp_path / "none")
+    assert pauses == []
 
 
 def test_the_cli_sets_plain_errors_before_any_command(monkeypatch: pytest.MonkeyPatch) -> None:
