@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from eventlake.config import Settings
-from eventlake.connectors.delta.tables import plain_delta_rs_errors
+from eventlake.connectors.delta.tables import lean_delta_rs_allocator, plain_delta_rs_errors
 from eventlake.errors import EventlakeError
 from eventlake.monitoring import ProgressListener
 from eventlake.operations.late_rows import LateKeeper
 from eventlake.operations.log_rotation import LogRotation
-from eventlake.operations.native_trim import NativeTrim
+from eventlake.operations.native_trim import NativeTrim, limit_arenas
 from eventlake.operations.run_monitor import RunMonitor
 from eventlake.operations.server import check_exposure, tls_context
 from eventlake.pipelines.api import Pipeline, Registry
@@ -69,6 +69,8 @@ def run_pipeline(
     (:func:`~eventlake.connectors.delta.tables.plain_delta_rs_errors`).
     """
     plain_delta_rs_errors()
+    lean_delta_rs_allocator()
+    limit_arenas(settings.spark.driver_arenas)
     if isinstance(pipeline, str):
         registry = registry if registry is not None else project_pipelines(settings, modules)
         pipeline = registry.get(pipeline)

@@ -22,6 +22,29 @@ Trim = Callable[[], None]
 TRIM_THREAD = "eventlake-native-trim"
 
 
+#: ``mallopt``'s parameter for the most arenas glibc makes (``M_ARENA_MAX`` in malloc.h).
+M_ARENA_MAX = -8
+
+
+def limit_arenas(arenas: int) -> bool:
+    """At most ``arenas`` glibc arenas for this process's threads from now on (0: glibc's
+    default, eight per core); False where the C library has no ``mallopt``.
+
+    A thread's own arena keeps its free top resident (glibc trims it only past a threshold
+    it raises as large blocks come and go, and ``malloc_trim`` leaves it), so over hours the
+    driver's dozens of threads held more and more free memory. The threads that have an
+    arena keep it: call this before the run starts its threads."""
+    if arenas <= 0:
+        return True
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(M_ARENA_MAX, arenas))
+
+
 def malloc_trim() -> Trim | None:
     """glibc's ``malloc_trim(0)`` for this process, or None where the C library has none
     (musl, macOS)."""
