@@ -686,11 +686,18 @@ def get_spark(
     a run that ends compiles with raised JIT thresholds (:func:`jit_option`). These
     come before ``spark.conf``'s own ``spark.driver.extraJavaOptions``, which win on a
     conflict. It allocates native memory with ``spark.allocator``
-    (:mod:`eventlake.allocator`)."""
+    (:mod:`eventlake.allocator`); from here on the Python process's new threads share
+    ``spark.driver_arenas`` glibc arenas and delta-rs allocates lean
+    (:func:`~eventlake.connectors.delta.tables.lean_delta_rs_allocator`)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    from eventlake.connectors.delta.tables import lean_delta_rs_allocator
+    from eventlake.operations.native_trim import limit_arenas
+
     settings = settings or Settings()
+    limit_arenas(settings.spark.driver_arenas)
+    lean_delta_rs_allocator()
     with _lock:
         active = SparkSession.getActiveSession()
         if active is not None:

@@ -115,9 +115,9 @@ class SparkSettings(_Section):
     #: Java has it) and, while a run lasts, the driver's Python process (glibc's
     #: ``malloc_trim``) hand their C heap's free memory back to the system; 0 turns it off.
     native_trim_seconds: float = Field(default=60, ge=0)
-    #: The glibc arenas the driver's Python process allocates from while a run lasts: 1
-    #: (all its threads share the main arena, which the trim above gives back to its
-    #: top), or 0 for glibc's default of eight per core.
+    #: The glibc arenas the driver's Python process allocates from, set when a run or the
+    #: SparkSession starts: 1 (the threads started after share the main arena, which the
+    #: trim above gives back to its top), or 0 for glibc's default of eight per core.
     driver_arenas: int = Field(default=1, ge=0)
     #: The driver JVM's garbage collector: ``auto`` is Parallel (throughput) for a run
     #: whose every flow ends (``available-now``, ``once``) and the JVM's default, G1

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
-from eventlake.operations.native_trim import TRIM_THREAD, NativeTrim, malloc_trim
+from eventlake.operations.native_trim import TRIM_THREAD, NativeTrim, limit_arenas, malloc_trim
 from eventlake.testing import resident_bytes, wait_until
 
 #: Blocks under glibc's mmap threshold (128 KiB) come from an arena and stay there freed.
@@ -72,3 +74,39 @@ def test_a_trim_that_fails_stops_trimming_and_the_run_goes_on() -> None:
     trim.close()
     assert calls == [1]
     assert trim.trims == 0
+
+
+#: A process whose four threads allocate at once, then glibc's count of its arenas
+#: (``malloc_stats`` prints one "Arena N:" block per arena to stderr).
+ARENAS = """
+import ctypes, sys, threading
+from eventlake.operations.native_trim import limit_arenas
+assert limit_arenas(int(sys.argv[1]))
+together = threading.Barrier(4)
+def allocate():
+    together.wait()
+    kept = [bytearray(4096) for _ in range(1000)]  # larger than Python's own allocator takes
+    together.wait()
+threads = [threading.Thread(target=allocate) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+ctypes.CDLL(None).malloc_stats()
+"""
+
+
+def _arenas(limit: int) -> int:
+    done = subprocess.run([sys.executable, "-c", ARENAS, str(limit)], capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+    return sum(line.startswith("Arena ") for line in done.stderr.splitlines())
+
+
+def test_one_arena_is_shared_by_every_thread_started_after() -> None:
+    assert _arenas(0) >= 4  # glibc's default: an arena for each thread that allocates at once
+    assert _arenas(1) == 1
+    assert _arenas(2) == 2
+
+
+def test_no_limit_leaves_glibc_alone() -> None:
+    assert limit_arenas(0)
