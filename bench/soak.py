@@ -2,8 +2,8 @@
 for a long time at steady rates, with the run's table maintenance on and then off.
 
 Both pipelines run in one driver process (one JVM) on their shipped triggers, against
-the embedded broker and PostgreSQL, while producers send orders and Debezium change
-events at fixed rates. Order event time runs :data:`SPEED` times faster than the wall
+the embedded broker and PostgreSQL, while producers (processes of their own, so that the
+driver's memory is the run's) send orders and Debezium change events at fixed rates. Order event time runs :data:`SPEED` times faster than the wall
 clock, so ``gold/revenue_hourly`` closes an hour every 10 s. Every minute the phase
 samples:
 
@@ -650,17 +650,40 @@ def _latencies(
     return out
 
 
-def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes: int,
-           rate: float, cdc_rate: float) -> dict[str, Any]:  # fmt: skip
+def _produce_orders(bootstrap: str, topic: str, rate: float, w0: float, until: float) -> None:
+    """Orders at ``rate`` a second from wall time ``w0`` to ``until``, their event time a
+    function of the wall clock."""
+    from eventlake.kafka import produce
+
+    def order_at(i: int, wall: float) -> tuple[str, str]:
+        return order_record(i, EVENT_START + timedelta(seconds=(wall - w0) * SPEED))
+
+    produce(bootstrap, topic, paced(rate, w0, until, order_at))
+
+
+def _send_changes(bootstrap: str, topic: str, cdc_rate: float, w0: float, until: float) -> None:
+    """The users' CDC changes at ``cdc_rate`` a second until wall time ``until``."""
     from eventlake.generator import CdcConfig, CdcGenerator, send
     from eventlake.generator import paced as paced_records
-    from eventlake.kafka import create_topic, produce
+
+    changes = CdcGenerator(CdcConfig(seed=7, users=CDC_USERS)).records(
+        int(cdc_rate * (until - w0)) + 1
+    )
+    send(bootstrap, topic, paced_records(changes, cdc_rate, until - time.time()))
+
+
+def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes: int,
+           rate: float, cdc_rate: float) -> dict[str, Any]:  # fmt: skip
+    from eventlake.kafka import create_topic
     from eventlake.monitoring import ProgressListener
+    from eventlake.operations.native_trim import limit_arenas
     from eventlake.pipelines.loader import load_pipelines
     from eventlake.run import run_pipeline
     from eventlake.session import get_spark
 
     settings = _settings(bootstrap, root, pg_port, maintenance)
+    # First, as `eventlake run` does: the threads this process starts share its arenas.
+    limit_arenas(settings.spark.driver_arenas)
     orders, users = settings.pipelines["orders"], settings.pipelines["users"]
     for topic, partitions in ((orders["topic"], 3), (orders["high_value_topic"], 1),
                               (users["topic"], 3), (users["state_topic"], 1)):  # fmt: skip
@@ -709,22 +732,21 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
     watch = StallWatch(since)
     watch.start()
 
-    def order_at(i: int, wall: float) -> tuple[str, str]:
-        return order_record(i, EVENT_START + timedelta(seconds=(wall - w0) * SPEED))
-
-    changes = CdcGenerator(CdcConfig(seed=7, users=CDC_USERS)).records(
-        int(cdc_rate * (until - w0)) + 1
-    )
+    # The load comes from processes of their own: the driver's memory is the run's alone.
+    spawn = multiprocessing.get_context("spawn")
     producers = [
-        threading.Thread(target=produce, args=(bootstrap, orders["topic"],
-                                               paced(rate, w0, until, order_at))),
-        threading.Thread(target=send, args=(bootstrap, users["topic"],
-                                            paced_records(changes, cdc_rate, until - w0))),
+        spawn.Process(target=_produce_orders, name="soak-orders-producer",
+                      args=(bootstrap, orders["topic"], rate, w0, until)),
+        spawn.Process(target=_send_changes, name="soak-changes-producer",
+                      args=(bootstrap, users["topic"], cdc_rate, w0, until)),
     ]  # fmt: skip
     for p in producers:
         p.start()
     for p in producers:
         p.join()
+    failed = [p.name for p in producers if p.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"the soak's producers failed: {failed}")
     sampler.done.set()
     sampler.join()
     watch.done.set()
