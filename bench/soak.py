@@ -3,8 +3,9 @@ for a long time at steady rates, with the run's table maintenance on and then of
 
 Both pipelines run in one driver process (one JVM) on their shipped triggers, against
 the embedded broker and PostgreSQL, while producers (processes of their own, so that the
-driver's memory is the run's) send orders and Debezium change events at fixed rates. Order event time runs :data:`SPEED` times faster than the wall
-clock, so ``gold/revenue_hourly`` closes an hour every 10 s. Every minute the phase
+driver's memory is the run's) send orders and Debezium change events at fixed rates.
+Order event time runs :data:`SPEED` times faster than the wall clock, so
+``gold/revenue_hourly`` closes an hour every 10 s. Every minute the phase
 samples:
 
 - batch time p50/p99 per flow (Spark's progress events of that minute);
@@ -674,9 +675,9 @@ def _send_changes(bootstrap: str, topic: str, cdc_rate: float, w0: float, until:
 
 def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes: int,
            rate: float, cdc_rate: float) -> dict[str, Any]:  # fmt: skip
+    from eventlake.allocator import limit_arenas
     from eventlake.kafka import create_topic
     from eventlake.monitoring import ProgressListener
-    from eventlake.operations.native_trim import limit_arenas
     from eventlake.pipelines.loader import load_pipelines
     from eventlake.run import run_pipeline
     from eventlake.session import get_spark

@@ -1,4 +1,5 @@
-"""The driver JVM's C allocator (``spark.allocator``).
+"""The driver's C allocators: the JVM's (``spark.allocator``) and the glibc arenas of its
+Python process (``spark.driver_arenas``).
 
 The JVM's native memory (its compilers' arenas, RocksDB's memtables and blocks, the
 compression codecs' buffers) comes from the C library's ``malloc``, and glibc keeps much of
@@ -12,6 +13,7 @@ The library is the system's: Debian and Ubuntu's ``libjemalloc2``, Fedora and RH
 
 from __future__ import annotations
 
+import ctypes
 import ctypes.util
 from collections.abc import Mapping
 
@@ -48,3 +50,26 @@ def archive_compatible(allocator: str, java_options: str) -> bool:
     """Whether the driver JVM can map its class-data archive under ``allocator`` with
     ``java_options``."""
     return allocator == SYSTEM or NATIVE_MEMORY_TRACKING not in java_options
+
+
+#: ``mallopt``'s parameter for the most arenas glibc makes (``M_ARENA_MAX`` in malloc.h).
+M_ARENA_MAX = -8
+
+
+def limit_arenas(arenas: int) -> bool:
+    """At most ``arenas`` glibc arenas for this process's threads from now on (0: glibc's
+    default, eight per core); False where the C library has no ``mallopt``.
+
+    A thread's own arena keeps its free top resident (glibc trims it only past a threshold
+    it raises as large blocks come and go, and ``malloc_trim`` leaves it), so over hours the
+    driver's dozens of threads held more and more free memory. The threads that have an
+    arena keep it: call this before the run starts its threads."""
+    if arenas <= 0:
+        return True
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(M_ARENA_MAX, arenas))

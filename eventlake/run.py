@@ -10,13 +10,14 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from eventlake.allocator import limit_arenas
 from eventlake.config import Settings
 from eventlake.connectors.delta.tables import lean_delta_rs_allocator, plain_delta_rs_errors
 from eventlake.errors import EventlakeError
 from eventlake.monitoring import ProgressListener
 from eventlake.operations.late_rows import LateKeeper
 from eventlake.operations.log_rotation import LogRotation
-from eventlake.operations.native_trim import NativeTrim, limit_arenas
+from eventlake.operations.native_trim import NativeTrim
 from eventlake.operations.run_monitor import RunMonitor
 from eventlake.operations.server import check_exposure, tls_context
 from eventlake.pipelines.api import Pipeline, Registry

@@ -692,8 +692,8 @@ def get_spark(
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    from eventlake.allocator import limit_arenas
     from eventlake.connectors.delta.tables import lean_delta_rs_allocator
-    from eventlake.operations.native_trim import limit_arenas
 
     settings = settings or Settings()
     limit_arenas(settings.spark.driver_arenas)

@@ -4,7 +4,8 @@ glibc keeps the memory that the driver's native code (librdkafka, delta-rs, pyar
 Python's larger objects) frees, for reuse; over hours of batches what it holds free grows
 (the soak: +7 MiB an hour, all given back by one trim at its end). ``malloc_trim(0)``
 returns the free pages inside every arena and the main arena's free top; a thread's own
-arena keeps its top, so a run's threads share the main arena (:func:`limit_arenas`,
+arena keeps its top, so a run's threads share the main arena
+(:func:`eventlake.allocator.limit_arenas`,
 ``spark.driver_arenas``). The driver JVM trims its own C heap (HotSpot's periodic trim);
 this does the same for the Python process, at the same interval
 (``spark.native_trim_seconds``).
@@ -22,29 +23,6 @@ log = logging.getLogger(__name__)
 Trim = Callable[[], None]
 #: The name of the thread that trims.
 TRIM_THREAD = "eventlake-native-trim"
-
-
-#: ``mallopt``'s parameter for the most arenas glibc makes (``M_ARENA_MAX`` in malloc.h).
-M_ARENA_MAX = -8
-
-
-def limit_arenas(arenas: int) -> bool:
-    """At most ``arenas`` glibc arenas for this process's threads from now on (0: glibc's
-    default, eight per core); False where the C library has no ``mallopt``.
-
-    A thread's own arena keeps its free top resident (glibc trims it only past a threshold
-    it raises as large blocks come and go, and ``malloc_trim`` leaves it), so over hours the
-    driver's dozens of threads held more and more free memory. The threads that have an
-    arena keep it: call this before the run starts its threads."""
-    if arenas <= 0:
-        return True
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_ARENA_MAX, arenas))
 
 
 def malloc_trim() -> Trim | None:

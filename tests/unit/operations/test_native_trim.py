@@ -2,52 +2,70 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
 
-from eventlake.operations.native_trim import TRIM_THREAD, NativeTrim, limit_arenas, malloc_trim
+import pytest
+
+from eventlake.allocator import limit_arenas
+from eventlake.operations.native_trim import TRIM_THREAD, NativeTrim, malloc_trim
+from eventlake.testing import wait_until
+
+#: A process whose thread writes and frees 25 MiB of blocks under glibc's mmap threshold
+#: (so they come from an arena) below one block it keeps (so the free does not shrink the
+#: heap from its top), with glibc's arenas limited as a run limits them (argv[1]; 0: glibc's
+#: default, the thread's own arena); then the service trims. Prints RssAnon before the
+#: blocks, while glibc holds them freed, and once the service gave them back (or not).
+TRIMMED = """
+import json, sys, threading
+from eventlake.allocator import limit_arenas
+from eventlake.operations.native_trim import NativeTrim
 from eventlake.testing import resident_bytes, wait_until
 
-#: Blocks under glibc's mmap threshold (128 KiB) come from an arena and stay there freed.
-BLOCK = 64 * 1024
-BLOCKS = 400  # 25 MiB
+limit_arenas(int(sys.argv[1]))
+BLOCK, BLOCKS = 64 * 1024, 400
+kept = []
 
-
-def _rss_anon() -> int:
-    return resident_bytes(field="RssAnon")
-
-
-def _freed_below_a_kept_block() -> list[bytearray]:
-    """25 MiB written and freed in the C heap, under one block still in use (so a free does
-    not shrink the heap from its top): resident until trimmed."""
+def freed_below_a_kept_block():
     blocks = [bytearray(BLOCK) for _ in range(BLOCKS)]  # zeroed: every page touched
-    kept = [bytearray(BLOCK)]
+    kept.append(bytearray(BLOCK))
     del blocks
-    return kept
+
+anon = lambda: resident_bytes(field="RssAnon")
+before = anon()
+worker = threading.Thread(target=freed_below_a_kept_block)
+worker.start()
+worker.join()
+held = anon()
+trim = NativeTrim(0.05)
+trim.start()
+wait_until(lambda: trim.trims >= 1, timeout=10)
+try:
+    wait_until(lambda: held - anon() > 20 * 2**20, timeout=10)
+except Exception:
+    pass
+after = anon()
+trim.close()
+stopped_at = trim.trims
+threading.Event().wait(0.2)
+intact = kept[0] == bytearray(BLOCK)
+print(json.dumps({"before": before, "held": held, "after": after, "intact": intact,
+                  "trims_after_close": trim.trims - stopped_at}))
+"""
 
 
-def test_the_service_gives_the_freed_heap_back_while_it_runs() -> None:
+@pytest.mark.parametrize("arenas", [1, 0], ids=["one arena, as a run", "an arena per thread"])
+def test_the_service_gives_the_freed_heap_back_while_it_runs(arenas: int) -> None:
     assert malloc_trim() is not None, "this test runs on glibc"
-    # Allocated and freed on one thread, so the freed blocks are all in its arena.
-    kept: list[list[bytearray]] = []
-    worker = threading.Thread(target=lambda: kept.append(_freed_below_a_kept_block()))
-    before = _rss_anon()
-    worker.start()
-    worker.join()
-    held = _rss_anon()
-    assert held - before > 20 * 2**20, (before, held)  # glibc held the freed 25 MiB
-    trim = NativeTrim(0.05)
-    trim.start()
-    try:
-        wait_until(lambda: trim.trims >= 1, timeout=10)
-        wait_until(lambda: held - _rss_anon() > 20 * 2**20, timeout=10)
-    finally:
-        trim.close()
-    assert kept[0][0] == bytearray(BLOCK)  # the kept block is intact
-    stopped_at = trim.trims
-    threading.Event().wait(0.2)
-    assert trim.trims == stopped_at  # closed: no more trims
+    done = subprocess.run([sys.executable, "-c", TRIMMED, str(arenas)], capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+    seen = json.loads(done.stdout)
+    assert seen["held"] - seen["before"] > 20 * 2**20, seen  # glibc held the freed 25 MiB
+    assert seen["held"] - seen["after"] > 20 * 2**20, seen  # and the trims gave it back
+    assert seen["intact"]  # the kept block is intact
+    assert seen["trims_after_close"] == 0  # closed: no more trims
 
 
 def test_an_interval_of_zero_starts_no_thread() -> None:
@@ -80,7 +98,7 @@ def test_a_trim_that_fails_stops_trimming_and_the_run_goes_on() -> None:
 #: (``malloc_stats`` prints one "Arena N:" block per arena to stderr).
 ARENAS = """
 import ctypes, sys, threading
-from eventlake.operations.native_trim import limit_arenas
+from eventlake.allocator import limit_arenas
 assert limit_arenas(int(sys.argv[1]))
 together = threading.Barrier(4)
 def allocate():
