@@ -675,16 +675,14 @@ def _send_changes(bootstrap: str, topic: str, cdc_rate: float, w0: float, until:
 
 def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes: int,
            rate: float, cdc_rate: float) -> dict[str, Any]:  # fmt: skip
-    from eventlake.allocator import limit_arenas
     from eventlake.kafka import create_topic
     from eventlake.monitoring import ProgressListener
     from eventlake.pipelines.loader import load_pipelines
     from eventlake.run import run_pipeline
-    from eventlake.session import get_spark
+    from eventlake.session import driver_allocators, get_spark
 
     settings = _settings(bootstrap, root, pg_port, maintenance)
-    # First, as `eventlake run` does: the threads this process starts share its arenas.
-    limit_arenas(settings.spark.driver_arenas)
+    driver_allocators(settings)  # first, as `eventlake run` does
     orders, users = settings.pipelines["orders"], settings.pipelines["users"]
     for topic, partitions in ((orders["topic"], 3), (orders["high_value_topic"], 1),
                               (users["topic"], 3), (users["state_topic"], 1)):  # fmt: skip

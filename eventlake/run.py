@@ -10,9 +10,8 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from eventlake.allocator import limit_arenas
 from eventlake.config import Settings
-from eventlake.connectors.delta.tables import lean_delta_rs_allocator, plain_delta_rs_errors
+from eventlake.connectors.delta.tables import plain_delta_rs_errors
 from eventlake.errors import EventlakeError
 from eventlake.monitoring import ProgressListener
 from eventlake.operations.late_rows import LateKeeper
@@ -30,7 +29,7 @@ from eventlake.pipelines.runner import (
     preflight_topics,
 )
 from eventlake.scope import OutputCreation, RunScope
-from eventlake.session import SparkStart
+from eventlake.session import SparkStart, driver_allocators
 from eventlake.transforms.heartbeat import IdleWatch
 from eventlake.validation import Report, check_pipeline, require_valid
 
@@ -67,11 +66,11 @@ def run_pipeline(
     ``metrics_port`` (else ``metrics.port``; 0 picks a free one) serves ``/metrics``,
     ``/api/status`` and the dashboard while the run lasts; ``on_serve`` gets its URL.
     delta-rs's errors come without a backtrace unless ``RUST_LIB_BACKTRACE`` is set
-    (:func:`~eventlake.connectors.delta.tables.plain_delta_rs_errors`).
+    (:func:`~eventlake.connectors.delta.tables.plain_delta_rs_errors`), and the process's
+    allocators are set before its first thread (:func:`~eventlake.session.driver_allocators`).
     """
     plain_delta_rs_errors()
-    lean_delta_rs_allocator()
-    limit_arenas(settings.spark.driver_arenas)
+    driver_allocators(settings)
     if isinstance(pipeline, str):
         registry = registry if registry is not None else project_pipelines(settings, modules)
         pipeline = registry.get(pipeline)

@@ -631,6 +631,18 @@ def configure_python_logging(log: Path) -> None:
     logging.getLogger("eventlake").setLevel(logging.INFO)
 
 
+def driver_allocators(settings: Settings) -> None:
+    """The driver's Python process allocating for a long run, from here on: the threads it
+    starts share ``spark.driver_arenas`` glibc arenas, and delta-rs allocates lean
+    (:func:`~eventlake.connectors.delta.tables.lean_delta_rs_allocator`). Called before
+    the process starts threads of its own (a run's first step) and by :func:`get_spark`."""
+    from eventlake.allocator import limit_arenas
+    from eventlake.connectors.delta.tables import lean_delta_rs_allocator
+
+    limit_arenas(settings.spark.driver_arenas)
+    lean_delta_rs_allocator()
+
+
 class SparkStart:
     """The process's SparkSession being started on a thread of its own: the JVM starts
     while the caller does other work (a run's pre-flight); :meth:`result` waits for it.
@@ -686,18 +698,13 @@ def get_spark(
     a run that ends compiles with raised JIT thresholds (:func:`jit_option`). These
     come before ``spark.conf``'s own ``spark.driver.extraJavaOptions``, which win on a
     conflict. It allocates native memory with ``spark.allocator``
-    (:mod:`eventlake.allocator`); from here on the Python process's new threads share
-    ``spark.driver_arenas`` glibc arenas and delta-rs allocates lean
-    (:func:`~eventlake.connectors.delta.tables.lean_delta_rs_allocator`)."""
+    (:mod:`eventlake.allocator`), and the Python process's own allocators are set
+    (:func:`driver_allocators`)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from eventlake.allocator import limit_arenas
-    from eventlake.connectors.delta.tables import lean_delta_rs_allocator
-
     settings = settings or Settings()
-    limit_arenas(settings.spark.driver_arenas)
-    lean_delta_rs_allocator()
+    driver_allocators(settings)
     with _lock:
         active = SparkSession.getActiveSession()
         if active is not None:

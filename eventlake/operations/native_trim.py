@@ -4,10 +4,9 @@ glibc keeps the memory that the driver's native code (librdkafka, delta-rs, pyar
 Python's larger objects) frees, for reuse; over hours of batches what it holds free grows
 (the soak: +7 MiB an hour, all given back by one trim at its end). ``malloc_trim(0)``
 returns the free pages inside every arena and the main arena's free top; a thread's own
-arena keeps its top, so a run's threads share the main arena
-(:func:`eventlake.allocator.limit_arenas`,
-``spark.driver_arenas``). The driver JVM trims its own C heap (HotSpot's periodic trim);
-this does the same for the Python process, at the same interval
+arena keeps its top, so a run's threads share the main arena (``spark.driver_arenas``,
+:func:`eventlake.allocator.limit_arenas`). The driver JVM trims its own C heap (HotSpot's
+periodic trim); this does the same for the Python process, at the same interval
 (``spark.native_trim_seconds``).
 """
 
