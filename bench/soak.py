@@ -151,6 +151,46 @@ def resident_in(pid: int, low: int, high: int) -> int:
     return total
 
 
+#: glibc maps each thread arena's heap at an address aligned to its largest size (64-bit).
+GLIBC_HEAP_MAX = 64 << 20
+#: The threads of delta-rs's I/O runtime: it keeps as many as one read ever ran at once.
+IO_THREAD = "tokio-rt-worker"
+
+
+def driver_mappings(pid: int | str = "self") -> dict[str, int]:
+    """Where process ``pid``'s anonymous resident memory is (``/proc/PID/smaps``): glibc's
+    main arena (``[heap]``), its thread arenas, and the rest (Python's object arenas,
+    delta-rs's jemalloc, pyarrow's pool, thread stacks); and its threads, delta-rs's I/O
+    threads among them. Which of them grows is what a growing RssAnon is."""
+    main = arenas = other = 0
+    path, start, size = "", 0, 0
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split(None, 1)[0]
+            if "-" in head and not head.endswith(":"):
+                parts = line.split()
+                low, high = (int(a, 16) for a in head.split("-"))
+                start, size = low, high - low
+                path = parts[5] if len(parts) > 5 else ""
+            elif head == "Anonymous:":
+                kib = int(line.split()[1]) * 1024
+                if path == "[heap]":
+                    main += kib
+                elif not path and start % GLIBC_HEAP_MAX == 0 and size <= GLIBC_HEAP_MAX:
+                    arenas += kib
+                else:
+                    other += kib
+    names = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            names.append(Path(f"/proc/{pid}/task/{task}/comm").read_text().strip())
+        except OSError:  # the thread ended
+            continue
+    return {"driver_main_arena_bytes": main, "driver_thread_arenas_bytes": arenas,
+            "driver_other_anon_bytes": other, "driver_threads": len(names),
+            "driver_io_threads": names.count(IO_THREAD)}  # fmt: skip
+
+
 class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in (
         "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
@@ -437,6 +477,7 @@ class Sampler(threading.Thread):
             "driver_allocated_blocks": sys.getallocatedblocks(),
             "driver_gc_objects": len(gc.get_objects()),
             **driver_malloc(),
+            **driver_mappings(),
             **driver_arrow(),
             "jvm_rss_bytes": jvm_rss,
             "jvm_rss_anon_bytes": resident_bytes(self.jvm_pid, "RssAnon"),
@@ -838,7 +879,9 @@ def summary(phase: dict[str, Any]) -> dict[str, Any]:
                         minutes[half:], [s[key] / 2**20 for s in samples[half:]]), 1)}
               for key in ("driver_rss_bytes", "driver_rss_anon_bytes", "driver_rss_file_bytes",
                           "driver_malloc_used_bytes",
-                          "driver_malloc_free_bytes", "driver_arrow_bytes", "jvm_rss_bytes",
+                          "driver_malloc_free_bytes", "driver_main_arena_bytes",
+                          "driver_thread_arenas_bytes", "driver_other_anon_bytes",
+                          "driver_arrow_bytes", "jvm_rss_bytes",
                           "jvm_rss_anon_bytes", "jvm_rss_file_bytes",
                           "jvm_heap_used_bytes", "jvm_committed_bytes", "jvm_untracked_bytes",
                           "rocksdb_cache_bytes", "jvm_untracked_less_rocksdb_bytes",
@@ -913,7 +956,11 @@ def _hourly_lines(hours: list[dict[str, Any]]) -> list[str]:
 
 
 #: What the levels table shows (MiB): a sample's key, or an NMT category of ``jvm_committed``.
-LEVELS = (("driver_rss_anon_bytes", "driver RSS, anonymous"), ("jvm_rss_bytes", "JVM RSS"),
+LEVELS = (("driver_rss_anon_bytes", "driver RSS, anonymous"),
+          ("driver_main_arena_bytes", "driver: glibc's main arena"),
+          ("driver_thread_arenas_bytes", "driver: glibc's thread arenas"),
+          ("driver_other_anon_bytes", "driver: other anonymous (Python, delta-rs, stacks)"),
+          ("jvm_rss_bytes", "JVM RSS"),
           ("jvm_rss_trimmed_bytes", "JVM RSS, glibc's free memory given back"),
           ("jvm_heap_resident_bytes", "Java heap, resident"),
           ("jvm_rss_trimmed_less_heap_bytes", "JVM RSS outside the heap, trimmed"),
@@ -923,8 +970,14 @@ LEVELS = (("driver_rss_anon_bytes", "driver RSS, anonymous"), ("jvm_rss_bytes", 
            "JVM RSS outside NMT and RocksDB's cache, trimmed"))  # fmt: skip
 
 
+#: Counts the levels table shows as they are, after the memory.
+COUNTS = (("driver_threads", "driver threads"),
+          ("driver_io_threads", "driver threads: delta-rs's I/O runtime"))  # fmt: skip
+
+
 def _levels(samples: list[dict[str, Any]]) -> list[str]:
-    """Markdown: each memory measure at minute 1 and every 10 minutes, in MiB."""
+    """Markdown: each memory measure at minute 1 and every 10 minutes, in MiB, then the
+    driver's threads."""
     picked = [s for s in samples if s["minute"] == 1 or s["minute"] % 10 == 0]
     if samples and picked[-1] is not samples[-1]:
         picked.append(samples[-1])
@@ -934,10 +987,11 @@ def _levels(samples: list[dict[str, Any]]) -> list[str]:
         return None if v is None else round(v / 2**20)
 
     rows = [(label, [value(s, key) for s in picked]) for key, label in LEVELS]
+    rows += [(label, [s.get(key) for s in picked]) for key, label in COUNTS]
     rows = [(label, vs) for label, vs in rows if any(v is not None for v in vs)]
     if not rows:
         return []
-    return ["Memory every 10 minutes (MiB):", "",
+    return ["Memory every 10 minutes (MiB; threads as counted):", "",
             "| measure | " + " | ".join(str(s["minute"]) for s in picked) + " |",
             "|---|" + "---|" * len(picked),
             *(f"| {label} | " + " | ".join("-" if v is None else f"{v:,}" for v in vs) + " |"
