@@ -76,6 +76,10 @@ MAINTENANCE_ENV = "EVENTLAKE_SOAK_MAINTENANCE"
 ALLOCATOR_ENV = "EVENTLAKE_SOAK_ALLOCATOR"
 #: "0": the driver JVM without native memory tracking, from ``--no-native-tracking``.
 NATIVE_TRACKING_ENV = "EVENTLAKE_SOAK_NATIVE_TRACKING"
+#: glibc's mmap threshold in the driver's process (bytes), from ``--driver-mmap-threshold``.
+DRIVER_MMAP_THRESHOLD_ENV = "EVENTLAKE_SOAK_DRIVER_MMAP_THRESHOLD"
+#: ``mallopt``'s parameter for glibc's mmap threshold (``M_MMAP_THRESHOLD`` in malloc.h).
+M_MMAP_THRESHOLD = -3
 #: A folder for a tracemalloc snapshot of the driver each minute (with PYTHONTRACEMALLOC).
 TRACEMALLOC_DIR_ENV = "EVENTLAKE_SOAK_TRACEMALLOC_DIR"
 #: Minutes compared at each end of a phase.
@@ -724,6 +728,13 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
 
     settings = _settings(bootstrap, root, pg_port, maintenance)
     driver_allocators(settings)  # first, as `eventlake run` does
+    if threshold := int(os.environ.get(DRIVER_MMAP_THRESHOLD_ENV, "0")):
+        # Fixed, glibc no longer raises it as large blocks are freed: blocks above it are
+        # mapped and unmapped on their own instead of coming from an arena.
+        mallopt = ctypes.CDLL(None).mallopt
+        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        if not mallopt(M_MMAP_THRESHOLD, threshold):
+            raise SystemExit(f"glibc refused an mmap threshold of {threshold}")
     orders, users = settings.pipelines["orders"], settings.pipelines["users"]
     for topic, partitions in ((orders["topic"], 3), (orders["high_value_topic"], 1),
                               (users["topic"], 3), (users["state_topic"], 1)):  # fmt: skip
@@ -1053,7 +1064,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                                "phases": {}, "spark_conf": conf,
                                "allocator": _chosen_allocator(),
                                "maintenance": _chosen_maintenance(),
-                               "native_tracking": _native_tracking()}  # fmt: skip
+                               "native_tracking": _native_tracking(),
+                               "driver_mmap_threshold": int(
+                                   os.environ.get(DRIVER_MMAP_THRESHOLD_ENV, "0"))}  # fmt: skip
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="eventlake-soak-") as tmp:
@@ -1108,7 +1121,12 @@ def markdown(results: dict[str, Any]) -> str:
         + (f" spark.conf: `{results['spark_conf']}`." if results.get("spark_conf") else "")
         + (f" maintenance: `{results['maintenance']}`." if results.get("maintenance") else "")
         + f" The driver JVM's allocator: {results.get('allocator', 'system')}"
-        + ("." if results.get("native_tracking", True) else ", no native memory tracking."),
+        + ("." if results.get("native_tracking", True) else ", no native memory tracking.")
+        + (
+            f" glibc's mmap threshold in the driver, fixed: {threshold:,} bytes."
+            if (threshold := results.get("driver_mmap_threshold"))
+            else ""
+        ),
     ]
     for name, phase in phases.items():
         lines += ["", f"## Maintenance {name}", ""]
@@ -1220,6 +1238,13 @@ def main() -> None:
         "the class-data archive only without it, so batch-time A/Bs of allocators use this",
     )
     parser.add_argument(
+        "--driver-mmap-threshold",
+        type=int,
+        default=0,
+        metavar="BYTES",
+        help="glibc's mmap threshold in the driver's Python process, fixed (0: glibc's own)",
+    )
+    parser.add_argument(
         "--report", action="store_true", help="only rebuild soak.md and the figures from soak.json"
     )
     args = parser.parse_args()
@@ -1241,6 +1266,7 @@ def main() -> None:
     )
     os.environ[ALLOCATOR_ENV] = args.allocator
     os.environ[NATIVE_TRACKING_ENV] = "0" if args.no_native_tracking else "1"
+    os.environ[DRIVER_MMAP_THRESHOLD_ENV] = str(args.driver_mmap_threshold)
     _report(measure(args))
 
 
