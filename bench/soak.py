@@ -76,10 +76,8 @@ MAINTENANCE_ENV = "EVENTLAKE_SOAK_MAINTENANCE"
 ALLOCATOR_ENV = "EVENTLAKE_SOAK_ALLOCATOR"
 #: "0": the driver JVM without native memory tracking, from ``--no-native-tracking``.
 NATIVE_TRACKING_ENV = "EVENTLAKE_SOAK_NATIVE_TRACKING"
-#: glibc's mmap threshold in the driver's process (bytes), from ``--driver-mmap-threshold``.
+#: ``spark.driver_mmap_threshold`` of every phase, from ``--driver-mmap-threshold``.
 DRIVER_MMAP_THRESHOLD_ENV = "EVENTLAKE_SOAK_DRIVER_MMAP_THRESHOLD"
-#: ``mallopt``'s parameter for glibc's mmap threshold (``M_MMAP_THRESHOLD`` in malloc.h).
-M_MMAP_THRESHOLD = -3
 #: A folder for a tracemalloc snapshot of the driver each minute (with PYTHONTRACEMALLOC).
 TRACEMALLOC_DIR_ENV = "EVENTLAKE_SOAK_TRACEMALLOC_DIR"
 #: Minutes compared at each end of a phase.
@@ -538,7 +536,8 @@ def _settings(bootstrap: str, root: Path, pg_port: int, maintenance: bool) -> An
         "project": {"examples": True},
         "maintenance": {"enabled": maintenance, **_chosen_maintenance()},
         "postgres": {"port": pg_port, "password": os.environ[PG_PASSWORD_ENV]},
-        "spark": {"conf": _spark_conf(root), "allocator": _chosen_allocator()},
+        "spark": {"conf": _spark_conf(root), "allocator": _chosen_allocator(),
+                  "driver_mmap_threshold": _chosen_mmap_threshold()},
         "pipelines": {
             "orders": {"topic": f"soak-{phase}-orders",
                        "high_value_topic": f"soak-{phase}-high-value"},
@@ -558,6 +557,15 @@ def _chosen_conf() -> dict[str, str]:
     """The soak's RocksDB budget and ``--spark-conf`` (which wins)."""
     return {STATE_MEMORY_CONF: str(STATE_MEMORY_MB),
             **json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")}  # fmt: skip
+
+
+def _chosen_mmap_threshold() -> int:
+    """The driver's ``spark.driver_mmap_threshold``: ``--driver-mmap-threshold``, else
+    eventlake's default."""
+    from eventlake.config.model import SparkSettings
+
+    default = SparkSettings.model_fields["driver_mmap_threshold"].default
+    return int(os.environ.get(DRIVER_MMAP_THRESHOLD_ENV) or default)
 
 
 def _chosen_allocator() -> str:
@@ -728,13 +736,6 @@ def _phase(bootstrap: str, root: Path, pg_port: int, maintenance: bool, minutes:
 
     settings = _settings(bootstrap, root, pg_port, maintenance)
     driver_allocators(settings)  # first, as `eventlake run` does
-    if threshold := int(os.environ.get(DRIVER_MMAP_THRESHOLD_ENV, "0")):
-        # Fixed, glibc no longer raises it as large blocks are freed: blocks above it are
-        # mapped and unmapped on their own instead of coming from an arena.
-        mallopt = ctypes.CDLL(None).mallopt
-        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-        if not mallopt(M_MMAP_THRESHOLD, threshold):
-            raise SystemExit(f"glibc refused an mmap threshold of {threshold}")
     orders, users = settings.pipelines["orders"], settings.pipelines["users"]
     for topic, partitions in ((orders["topic"], 3), (orders["high_value_topic"], 1),
                               (users["topic"], 3), (users["state_topic"], 1)):  # fmt: skip
@@ -1065,8 +1066,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                                "allocator": _chosen_allocator(),
                                "maintenance": _chosen_maintenance(),
                                "native_tracking": _native_tracking(),
-                               "driver_mmap_threshold": int(
-                                   os.environ.get(DRIVER_MMAP_THRESHOLD_ENV, "0"))}  # fmt: skip
+                               "driver_mmap_threshold": _chosen_mmap_threshold()}  # fmt: skip
     logs = RESULTS / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="eventlake-soak-") as tmp:
@@ -1123,9 +1123,9 @@ def markdown(results: dict[str, Any]) -> str:
         + f" The driver JVM's allocator: {results.get('allocator', 'system')}"
         + ("." if results.get("native_tracking", True) else ", no native memory tracking.")
         + (
-            f" glibc's mmap threshold in the driver, fixed: {threshold:,} bytes."
+            f" glibc's mmap threshold in the driver: {threshold:,} bytes."
             if (threshold := results.get("driver_mmap_threshold"))
-            else ""
+            else " glibc's mmap threshold in the driver: its own."
         ),
     ]
     for name, phase in phases.items():
@@ -1240,9 +1240,9 @@ def main() -> None:
     parser.add_argument(
         "--driver-mmap-threshold",
         type=int,
-        default=0,
+        default=None,
         metavar="BYTES",
-        help="glibc's mmap threshold in the driver's Python process, fixed (0: glibc's own)",
+        help="spark.driver_mmap_threshold of every phase (0: glibc's own; else eventlake's)",
     )
     parser.add_argument(
         "--report", action="store_true", help="only rebuild soak.md and the figures from soak.json"
@@ -1266,7 +1266,8 @@ def main() -> None:
     )
     os.environ[ALLOCATOR_ENV] = args.allocator
     os.environ[NATIVE_TRACKING_ENV] = "0" if args.no_native_tracking else "1"
-    os.environ[DRIVER_MMAP_THRESHOLD_ENV] = str(args.driver_mmap_threshold)
+    if args.driver_mmap_threshold is not None:
+        os.environ[DRIVER_MMAP_THRESHOLD_ENV] = str(args.driver_mmap_threshold)
     _report(measure(args))
 
 

@@ -633,13 +633,16 @@ def configure_python_logging(log: Path) -> None:
 
 def driver_allocators(settings: Settings) -> None:
     """The driver's Python process allocating for a long run, from here on: the threads it
-    starts share ``spark.driver_arenas`` glibc arenas, and delta-rs allocates lean
-    (:func:`~eventlake.connectors.delta.tables.lean_delta_rs_allocator`). Called before
-    the process starts threads of its own (a run's first step) and by :func:`get_spark`."""
-    from eventlake.allocator import limit_arenas
+    starts share ``spark.driver_arenas`` glibc arenas, blocks from
+    ``spark.driver_mmap_threshold`` bytes up are mapped on their own, and delta-rs
+    allocates lean (:func:`~eventlake.connectors.delta.tables.lean_delta_rs_allocator`).
+    Called before the process starts threads of its own (a run's first step) and by
+    :func:`get_spark`."""
+    from eventlake.allocator import fix_mmap_threshold, limit_arenas
     from eventlake.connectors.delta.tables import lean_delta_rs_allocator
 
     limit_arenas(settings.spark.driver_arenas)
+    fix_mmap_threshold(settings.spark.driver_mmap_threshold)
     lean_delta_rs_allocator()
 
 

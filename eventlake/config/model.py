@@ -119,6 +119,10 @@ class SparkSettings(_Section):
     #: SparkSession starts: 1 (the threads started after share the main arena, which the
     #: trim above gives back to its top), or 0 for glibc's default of eight per core.
     driver_arenas: int = Field(default=1, ge=0)
+    #: glibc's mmap threshold in the driver's Python process (bytes), fixed when a run or the
+    #: SparkSession starts: blocks this size and larger are mapped on their own and given
+    #: back when freed; 0 keeps glibc's own, which rises as large blocks are freed.
+    driver_mmap_threshold: int = Field(default=128 * 1024, ge=0, le=32 * 1024 * 1024)
     #: The driver JVM's garbage collector: ``auto`` is Parallel (throughput) for a run
     #: whose every flow ends (``available-now``, ``once``) and the JVM's default, G1
     #: (short pauses), for a run that lasts; ``g1`` or ``parallel`` for every run. A
