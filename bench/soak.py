@@ -47,6 +47,7 @@ import threading
 import time
 import tracemalloc
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -138,19 +139,26 @@ def heap_range(pid: int) -> tuple[int, int] | None:
     return (int(m.group(1), 16), int(m.group(2), 16)) if m else None
 
 
+def _smaps(pid: int | str, field: str) -> Iterator[tuple[int, int, str, int]]:
+    """Each mapping of process ``pid`` (``/proc/PID/smaps``): its start and end address, its
+    path ("" for anonymous memory) and its ``field`` (``Rss``, ``Anonymous``...) in bytes."""
+    start = end = 0
+    path = ""
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split(None, 1)[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(a, 16) for a in head.split("-"))
+                parts = line.split()
+                path = parts[5] if len(parts) > 5 else ""
+            elif head == f"{field}:":
+                yield start, end, path, int(line.split()[1]) * 1024
+
+
 def resident_in(pid: int, low: int, high: int) -> int:
     """Resident bytes of process ``pid``'s mappings between ``low`` and ``high``
     (``/proc/PID/smaps``): for the heap's range, the heap pages touched so far."""
-    total, inside = 0, False
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            head = line.split(" ", 1)[0]
-            if "-" in head:
-                start, end = (int(a, 16) for a in head.split("-"))
-                inside = low <= start and end <= high
-            elif inside and line.startswith("Rss:"):
-                total += int(line.split()[1]) * 1024
-    return total
+    return sum(b for start, end, _, b in _smaps(pid, "Rss") if low <= start and end <= high)
 
 
 #: glibc maps each thread arena's heap at an address aligned to its largest size (64-bit).
@@ -165,23 +173,13 @@ def driver_mappings(pid: int | str = "self") -> dict[str, int]:
     delta-rs's jemalloc, pyarrow's pool, thread stacks); and its threads, delta-rs's I/O
     threads among them. Which of them grows is what a growing RssAnon is."""
     main = arenas = other = 0
-    path, start, size = "", 0, 0
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            head = line.split(None, 1)[0]
-            if "-" in head and not head.endswith(":"):
-                parts = line.split()
-                low, high = (int(a, 16) for a in head.split("-"))
-                start, size = low, high - low
-                path = parts[5] if len(parts) > 5 else ""
-            elif head == "Anonymous:":
-                kib = int(line.split()[1]) * 1024
-                if path == "[heap]":
-                    main += kib
-                elif not path and start % GLIBC_HEAP_MAX == 0 and size <= GLIBC_HEAP_MAX:
-                    arenas += kib
-                else:
-                    other += kib
+    for start, end, path, anonymous in _smaps(pid, "Anonymous"):
+        if path == "[heap]":
+            main += anonymous
+        elif not path and start % GLIBC_HEAP_MAX == 0 and end - start <= GLIBC_HEAP_MAX:
+            arenas += anonymous
+        else:
+            other += anonymous
     names = []
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
