@@ -288,9 +288,10 @@ class MaintenanceSettings(_Section):
     #: The log keeps at most about this many commits, however young: a table committed to
     #: every second would gather 600,000 in 7 days, and its readers would list them all at
     #: every batch. Never a commit a flow reading the table (any pipeline whose checkpoint
-    #: is under ``checkpoints.root``) may still replay; time travel reaches no further back.
-    #: 0: only ``log_retention`` bounds the log.
-    log_retention_commits: int = Field(default=10_000, ge=0)
+    #: is under ``checkpoints.root``) may still replay; time travel reaches no further back
+    #: (at a 10-second trigger, 2,000 commits are 5.6 hours). 0: only ``log_retention``
+    #: bounds the log.
+    log_retention_commits: int = Field(default=2_000, ge=0)
     #: Per table (``layer/table``) overrides.
     tables: dict[str, MaintenanceOverride] = Field(default_factory=dict)
 
