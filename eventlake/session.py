@@ -344,6 +344,8 @@ def ihop_option(java_options: str) -> str | None:
 #: Spark's size of a task's memory page (its default: the execution pool / cores / 16, up to
 #: 64 MiB).
 PAGE_SIZE = "spark.buffer.pageSize"
+#: Spark's size of a broadcast's pieces (its default: 4 MiB).
+BROADCAST_BLOCK_SIZE = "spark.broadcast.blockSize"
 #: A task can hold this many pages at a time (``TaskMemoryManager.PAGE_TABLE_SIZE``).
 _TASK_PAGES = 8192
 _RESERVED_MIB = 300
@@ -361,6 +363,23 @@ def _mib(text: str, unit: str = "m") -> float:
     return int(match.group(1)) * 1024.0**power
 
 
+def _local_g1_region_mib(conf: dict[str, str]) -> tuple[float, float] | None:
+    """(heap, G1 region) in MiB of a driver whose tasks run in its own heap (a local master)
+    under G1, or None (another master or collector, or a size eventlake cannot read)."""
+    options = conf.get(DRIVER_JAVA_OPTIONS, "")
+    if not conf.get("spark.master", "").startswith("local") or not _on_g1(options):
+        return None
+    try:
+        heap = _mib(conf.get("spark.driver.memory", "1g"))
+    except ValueError:
+        return None
+    region_option = _REGION_OPTION.findall(options)
+    if region_option:
+        return heap, _mib(region_option[-1], unit="b")
+    # HotSpot's choice: heap / 2048 rounded down to a power of two, 1 to 32 MiB.
+    return heap, min(32.0, max(1.0, 2.0 ** math.floor(math.log2(heap / 2048))))
+
+
 def task_page_size(conf: dict[str, str]) -> str | None:
     """``spark.buffer.pageSize`` for a driver whose tasks run in its own heap (a local
     master) under G1, or None: a quarter of G1's region, so that a page is never a humongous
@@ -372,28 +391,35 @@ def task_page_size(conf: dict[str, str]) -> str | None:
     With Spark's 16 MiB pages on the 1 GiB driver heap, G1 marked the heap every 2.6 s in
     the soak; 256 KiB pages took a fifth off its CPU and 2.5% off the batches
     (bench/results/soak-log.md, AF)."""
-    options = conf.get(DRIVER_JAVA_OPTIONS, "")
-    if (
-        not conf.get("spark.master", "").startswith("local")
-        or PAGE_SIZE in conf
-        or not _on_g1(options)
-    ):
+    sizes = None if PAGE_SIZE in conf else _local_g1_region_mib(conf)
+    if sizes is None:
         return None
+    heap, region = sizes
     try:
-        heap = _mib(conf.get("spark.driver.memory", "1g"))
         fraction = float(conf.get("spark.memory.fraction", "0.6"))
     except ValueError:
         return None
-    region_option = _REGION_OPTION.findall(options)
-    if region_option:
-        region = _mib(region_option[-1], unit="b")
-    else:
-        # HotSpot's choice: heap / 2048 rounded down to a power of two, 1 to 32 MiB.
-        region = min(32.0, max(1.0, 2.0 ** math.floor(math.log2(heap / 2048))))
     page = region / 4
     if _TASK_PAGES * page < fraction * (heap - _RESERVED_MIB):
         return None
     return f"{round(page * 1024)}k"
+
+
+def broadcast_block_size(conf: dict[str, str]) -> str | None:
+    """``spark.broadcast.blockSize`` for a driver whose tasks run in its own heap (a local
+    master) under G1, or None: a quarter of G1's region, at most Spark's 4 MiB; None when
+    ``conf`` sets it or names another collector.
+
+    Spark serializes every broadcast (each stage's tasks, a file scan's Hadoop
+    configuration: several a micro-batch) into a buffer of a whole piece, 4 MiB, then copies
+    it to its size. On the 1 GiB driver's 1 MiB regions that buffer is humongous, and each
+    one while the old generation is past G1's threshold asks for a collection to start a
+    concurrent mark. With 256 KiB pieces, G1 started those half as often in the soak, and
+    the nine flows' batch medians summed 3-10% lower (bench/results/soak-log.md, BA)."""
+    sizes = None if BROADCAST_BLOCK_SIZE in conf else _local_g1_region_mib(conf)
+    if sizes is None:
+        return None
+    return f"{round(min(sizes[1] / 4, 4.0) * 1024)}k"
 
 
 def native_trim_option(seconds: float) -> str | None:
@@ -741,9 +767,12 @@ def get_spark(
                 java_options = " ".join(o for o in options if o)
                 if java_options:
                     conf[DRIVER_JAVA_OPTIONS] = f"{java_options} {user_options}".strip()
-                page = task_page_size(conf)
-                if page is not None:
-                    conf[PAGE_SIZE] = page
+                for key, size in (
+                    (PAGE_SIZE, task_page_size(conf)),
+                    (BROADCAST_BLOCK_SIZE, broadcast_block_size(conf)),
+                ):
+                    if size is not None:
+                        conf[key] = size
             elif allocator != SYSTEM:
                 logger.warning(
                     "spark.allocator %s does not apply under spark-submit, whose JVM runs "

@@ -8,6 +8,7 @@ twice HotSpot's JIT thresholds; a lasting one keeps HotSpot's."""
 from __future__ import annotations
 
 import json
+import random
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,6 +99,37 @@ def test_a_lasting_local_session_keeps_task_pages_below_g1s_humongous_size(
     pages = jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes()
     # An object of half a region or more is humongous: allocated in the old generation.
     assert 0 < pages < region // 2
+
+
+def test_a_lasting_local_session_broadcasts_in_pieces_below_g1s_humongous_size(
+    spark: SparkSession,
+) -> None:
+    # Spark serializes a broadcast into buffers of a whole piece: a piece of half a region
+    # or more is a humongous buffer at every broadcast (each stage's tasks are one).
+    jvm = spark._jvm
+    assert jvm is not None
+    region = int(_diagnostics(spark).getVMOption("G1HeapRegionSize").getValue())
+    value = random.randbytes(3 * 1024 * 1024)  # incompressible
+    broadcast = spark.sparkContext.broadcast(value)
+    try:
+        assert spark.sparkContext.parallelize([0], 1).map(
+            lambda _: len(broadcast.value)
+        ).sum() == len(value)
+        manager = jvm.org.apache.spark.SparkEnv.get().blockManager()
+        pieces: list[int] = []
+        while True:
+            block = jvm.org.apache.spark.storage.BroadcastBlockId(
+                broadcast._jbroadcast.id(), f"piece{len(pieces)}"
+            )
+            status = manager.getStatus(block)
+            if not status.isDefined():
+                break
+            pieces.append(status.get().memSize() + status.get().diskSize())
+        assert sum(pieces) >= len(value)
+        assert len(pieces) > 1
+        assert max(pieces) < region // 2
+    finally:
+        broadcast.destroy()
 
 
 def test_system_gc_in_a_lasting_session_clears_weak_references_without_a_full_collection(

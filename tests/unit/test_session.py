@@ -348,6 +348,22 @@ def test_task_pages_are_a_quarter_of_g1s_region_under_a_local_master() -> None:
     assert task_page_size({**local, "spark.driver.memory": "lots"}) is None
 
 
+def test_broadcast_pieces_are_a_quarter_of_g1s_region_under_a_local_master() -> None:
+    from eventlake.session import BROADCAST_BLOCK_SIZE, DRIVER_JAVA_OPTIONS, broadcast_block_size
+
+    local = {"spark.master": "local[2]"}
+    assert broadcast_block_size(local) == "256k"  # Spark's 1 GiB driver: 1 MiB regions
+    assert broadcast_block_size({**local, "spark.driver.memory": "4g"}) == "512k"
+    assert broadcast_block_size({**local, "spark.driver.memory": "200g"}) == "4096k"  # Spark's
+    region = {DRIVER_JAVA_OPTIONS: "-Xss4m -XX:G1HeapRegionSize=8m"}
+    assert broadcast_block_size({**local, **region}) == "2048k"
+    # The user's size, another collector, a cluster's executors: Spark's or theirs.
+    assert broadcast_block_size({**local, BROADCAST_BLOCK_SIZE: "8m"}) is None
+    assert broadcast_block_size({**local, DRIVER_JAVA_OPTIONS: "-XX:+UseParallelGC"}) is None
+    assert broadcast_block_size({"spark.master": "spark://127.0.0.1:7077"}) is None
+    assert broadcast_block_size({**local, "spark.driver.memory": "lots"}) is None
+
+
 def test_a_run_that_ends_raises_the_jit_thresholds_unless_the_user_decides() -> None:
     from eventlake.session import jit_option
 
