@@ -55,6 +55,11 @@ def _diagnostics(spark: SparkSession) -> Any:
     )
 
 
+def _region_bytes(spark: SparkSession) -> int:
+    """The driver JVM's G1 region: an object of half of it or more is humongous."""
+    return int(_diagnostics(spark).getVMOption("G1HeapRegionSize").getValue())
+
+
 def test_a_run_whose_flows_end_collects_with_parallel_and_compiles_later(
     tmp_path: Path,
 ) -> None:
@@ -95,7 +100,7 @@ def test_a_lasting_local_session_keeps_task_pages_below_g1s_humongous_size(
 ) -> None:
     jvm = spark._jvm
     assert jvm is not None
-    region = int(_diagnostics(spark).getVMOption("G1HeapRegionSize").getValue())
+    region = _region_bytes(spark)
     pages = jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes()
     # An object of half a region or more is humongous: allocated in the old generation.
     assert 0 < pages < region // 2
@@ -108,7 +113,7 @@ def test_a_lasting_local_session_broadcasts_in_pieces_below_g1s_humongous_size(
     # or more is a humongous buffer at every broadcast (each stage's tasks are one).
     jvm = spark._jvm
     assert jvm is not None
-    region = int(_diagnostics(spark).getVMOption("G1HeapRegionSize").getValue())
+    region = _region_bytes(spark)
     value = random.randbytes(3 * 1024 * 1024)  # incompressible
     broadcast = spark.sparkContext.broadcast(value)
     try:
